@@ -1,0 +1,134 @@
+#include "cache/cache.h"
+
+#include <gtest/gtest.h>
+
+namespace joader {
+namespace {
+
+std::unique_ptr<Cache> cache_with(const std::string& policy, uint64_t capacity, const PolicyContext& ctx = {}) {
+  return std::make_unique<Cache>(capacity, make_policy(policy, ctx));
+}
+
+TEST(LruPolicy, EvictsTheLeastRecentlyUsedItem) {
+  auto c = cache_with("lru", 3);
+  c->insert(1, 1);
+  c->insert(2, 1);
+  c->insert(3, 1);
+  c->touch(1);
+  c->insert(4, 1);
+  EXPECT_FALSE(c->contains(2));
+  EXPECT_TRUE(c->contains(1));
+  EXPECT_EQ(c->evictions(), 1u);
+}
+
+TEST(FifoPolicy, EvictsTheOldestInsertionWhateverItsUse) {
+  auto c = cache_with("fifo", 3);
+  c->insert(1, 1);
+  c->insert(2, 1);
+  c->insert(3, 1);
+  c->touch(1);
+  c->insert(4, 1);
+  EXPECT_FALSE(c->contains(1));
+  EXPECT_TRUE(c->contains(2));
+}
+
+TEST(RefCntPolicy, EvictsTheItemWithFewestFutureReferencesTiesLru) {
+  RemainingSets sets(10);
+  sets.add_job({1, 2, 3});
+  sets.add_job({2, 3});
+  // future references: 1 → 1, 2 → 2, 3 → 2, 4 → 0, 5 → 0
+  PolicyContext ctx;
+  ctx.sets = &sets;
+  Cache c(4, make_policy("refcnt", ctx));
+  sets.set_observer(&c);
+  for (ItemId x : {4, 2, 1, 5}) c.insert(x, 1);
+  c.insert(3, 1);  // over capacity: 4 and 5 have 0 refs, 4 is older
+  EXPECT_FALSE(c.contains(4));
+  c.insert(6, 1);  // 6 and 5 have 0 refs; 5 is older
+  EXPECT_FALSE(c.contains(5));
+  c.insert(7, 1);  // 6 and 7 have 0 refs; 6 is older
+  EXPECT_FALSE(c.contains(6));
+  EXPECT_TRUE(c.contains(7));
+  EXPECT_TRUE(c.contains(1) && c.contains(2) && c.contains(3));
+}
+
+TEST(RefCntPolicy, FollowsSignatureChanges) {
+  RemainingSets sets(10);
+  const JobSlot a = sets.add_job({1, 2});
+  PolicyContext ctx;
+  ctx.sets = &sets;
+  Cache c(2, make_policy("refcnt", ctx));
+  sets.set_observer(&c);
+  c.insert(1, 1);
+  c.insert(2, 1);
+  sets.remove(a, 2);  // 2 is no longer needed: it becomes the victim although it is newer
+  c.insert(3, 1);     // 3 has no references either, and is newer than 2
+  EXPECT_TRUE(c.contains(1));
+  EXPECT_FALSE(c.contains(2));
+}
+
+TEST(Cache, PinnedItemsAreNeverEvictedAndAFullyPinnedCacheRefusesInserts) {
+  auto c = cache_with("lru", 2);
+  c->insert(1, 1);
+  c->insert(2, 1);
+  c->pin(1);
+  c->pin(2);
+  EXPECT_FALSE(c->insert(3, 1));
+  EXPECT_FALSE(c->contains(3));
+  EXPECT_EQ(c->used(), 2u);
+  c->unpin(1);
+  EXPECT_TRUE(c->insert(3, 1));
+  EXPECT_FALSE(c->contains(1));
+  EXPECT_TRUE(c->contains(2));
+}
+
+TEST(Cache, AnItemLargerThanTheCapacityIsRefusedWithoutEvictingAnything) {
+  auto c = cache_with("lru", 100);
+  c->insert(1, 60);
+  EXPECT_FALSE(c->insert(2, 101));
+  EXPECT_TRUE(c->contains(1));
+  EXPECT_TRUE(c->insert(3, 40));
+  EXPECT_EQ(c->used(), 100u);
+  EXPECT_TRUE(c->insert(4, 50));  // evicts 1 (LRU), not 3
+  EXPECT_FALSE(c->contains(1));
+  EXPECT_EQ(c->used(), 90u);
+}
+
+TEST(BeladyPolicy, EvictsTheItemUsedFarthestInTheFuture) {
+  std::map<ItemId, uint64_t> next = {{1, 10}, {2, 30}, {3, 20}, {4, 5}};
+  PolicyContext ctx;
+  ctx.next_use = [&next](ItemId x) { return next.at(x); };
+  Cache c(3, make_policy("belady", ctx));
+  for (ItemId x : {1, 2, 3, 4}) c.insert(x, 1);
+  EXPECT_FALSE(c.contains(2));
+}
+
+TEST(RatePolicy, EvictsTheItemWithTheLowestExpectedRequestRate) {
+  RemainingSets sets(100);
+  std::vector<ItemId> big, small;
+  for (ItemId x = 0; x < 90; ++x) big.push_back(x);
+  for (ItemId x = 90; x < 100; ++x) small.push_back(x);
+  const JobSlot jb = sets.add_job(big);    // rate per item 1/90
+  const JobSlot js = sets.add_job(small);  // rate per item 1/10: asked much sooner
+  PolicyContext ctx;
+  ctx.sets = &sets;
+  ctx.job_speed = [](JobSlot) { return 1.0; };
+  Cache c(2, make_policy("rate", ctx));
+  sets.set_observer(&c);
+  c.insert(95, 1);
+  c.insert(5, 1);
+  c.insert(96, 1);  // RefCnt would tie 5 / 95 / 96 (one reference each); rate evicts 5
+  EXPECT_FALSE(c.contains(5));
+  EXPECT_TRUE(c.contains(95));
+  (void)jb;
+  (void)js;
+}
+
+TEST(Policy, UnknownNameOrMissingContextIsAClearError) {
+  EXPECT_THROW(make_policy("mru", {}), std::invalid_argument);
+  EXPECT_THROW(make_policy("refcnt", {}), std::invalid_argument);
+  EXPECT_THROW(make_policy("belady", {}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace joader

@@ -1,0 +1,48 @@
+#include "sampler/sampler.h"
+
+#include "sampler/dsa_sampler.h"
+#include "sampler/independent_sampler.h"
+#include "sampler/lockstep_sampler.h"
+
+namespace joader {
+
+Sampler::Sampler(uint32_t universe, uint64_t seed) : sets_(universe), rng_(seed) {}
+
+JobSlot Sampler::add_job(std::vector<ItemId> subset, uint32_t epochs) {
+  const JobSlot job = sets_.add_job(std::move(subset));
+  epoch_[job] = 0;
+  limit_[job] = epochs;
+  return job;
+}
+
+void Sampler::remove_job(JobSlot job) { sets_.remove_job(job); }
+
+void Sampler::round(std::span<const JobSlot> requesting, std::vector<Decision>& out) {
+  out.clear();
+  scratch_.clear();
+  uint64_t seen = 0;
+  for (JobSlot j : requesting) {
+    if (j < 0 || j >= kMaxJobs || !sets_.active(j) || finished(j)) continue;
+    if ((seen >> j) & 1) continue;
+    seen |= uint64_t{1} << j;
+    scratch_.push_back(j);
+  }
+  if (scratch_.empty()) return;
+  decide(scratch_, out);
+  for (Decision& d : out) d.epoch = epoch_[d.job];
+  for (const Decision& d : out) sets_.remove(d.job, d.item, d.index);
+  for (const Decision& d : out) {
+    if (sets_.size(d.job) != 0) continue;
+    ++epoch_[d.job];
+    if (!finished(d.job)) sets_.refill(d.job);
+  }
+}
+
+std::unique_ptr<Sampler> make_sampler(const std::string& name, uint32_t universe, uint64_t seed) {
+  if (name == "dsa") return std::make_unique<DsaSampler>(universe, seed);
+  if (name == "independent") return std::make_unique<IndependentSampler>(universe, seed);
+  if (name == "lockstep") return std::make_unique<LockstepSampler>(universe, seed);
+  throw SamplerError("unknown sampler '" + name + "' (expected dsa, independent or lockstep)");
+}
+
+}  // namespace joader

@@ -1,0 +1,52 @@
+// Scenario: the input of `joader simulate` (DESIGN §6), parsed and validated from JSON.
+//
+// Fields: universe (item count), cache_items, epochs, seed, sampler (dsa|independent|lockstep),
+// policy (refcnt|lru|fifo|belady|rate), jobs: [{name, subset, start, speed, epochs?, stop?}] with
+// subset one of {"all": true} | {"range": [lo, hi)} | {"ids": [...]} | {"sample": count, "seed": s}.
+// {"sample": c, "seed": s} is the first c ids of a permutation of the universe drawn from s, so
+// samples with one seed are nested: the 25/50/75/100 % subsets of S4 share one seed.
+// `stop` (extension): the step at which the job leaves, finished or not.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+
+namespace joader {
+
+// A user-facing error: one line saying what is wrong and where.
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct JobSpec {
+  std::string name;
+  std::vector<ItemId> subset;
+  uint64_t start = 0;
+  std::optional<uint64_t> stop;
+  double speed = 1.0;
+  uint32_t epochs = 1;
+};
+
+struct Scenario {
+  uint32_t universe = 0;
+  uint64_t cache_items = 0;
+  uint32_t epochs = 1;
+  uint64_t seed = 0;
+  std::string sampler = "dsa";
+  std::string policy = "refcnt";
+  std::vector<JobSpec> jobs;
+};
+
+// Parses and validates; throws ScenarioError on any problem.
+Scenario parse_scenario(const std::string& json_text);
+
+// The first `count` ids of a seeded random permutation of 0..universe-1.
+std::vector<ItemId> sample_subset(uint32_t universe, uint32_t count, uint64_t seed);
+
+}  // namespace joader

@@ -1,0 +1,79 @@
+#include "sim/scenario.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+namespace joader {
+namespace {
+
+std::string error_of(const std::string& json) {
+  try {
+    parse_scenario(json);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Scenario, ParsesEverySubsetKindAndDefaults) {
+  const Scenario sc = parse_scenario(R"({"universe": 10, "cache_items": 3, "epochs": 2, "seed": 5,
+    "sampler": "lockstep", "policy": "lru", "jobs": [
+      {"name": "a", "subset": {"all": true}},
+      {"subset": {"range": [2, 5]}, "start": 4, "speed": 0.5},
+      {"subset": {"ids": [9, 1]}, "epochs": 7, "stop": 100},
+      {"subset": {"sample": 4, "seed": 3}}]})");
+  EXPECT_EQ(sc.universe, 10u);
+  EXPECT_EQ(sc.cache_items, 3u);
+  EXPECT_EQ(sc.sampler, "lockstep");
+  ASSERT_EQ(sc.jobs.size(), 4u);
+  EXPECT_EQ(sc.jobs[0].subset.size(), 10u);
+  EXPECT_EQ(sc.jobs[1].name, "job1");
+  EXPECT_EQ(sc.jobs[1].subset, (std::vector<ItemId>{2, 3, 4}));
+  EXPECT_EQ(sc.jobs[1].start, 4u);
+  EXPECT_EQ(sc.jobs[1].speed, 0.5);
+  EXPECT_EQ(sc.jobs[1].epochs, 2u);
+  EXPECT_EQ(sc.jobs[2].epochs, 7u);
+  EXPECT_EQ(sc.jobs[2].stop, 100u);
+  EXPECT_EQ(sc.jobs[3].subset.size(), 4u);
+}
+
+TEST(Scenario, SamplesWithOneSeedAreNested) {
+  const auto quarter = sample_subset(1000, 250, 9);
+  auto all = sample_subset(1000, 1000, 9);
+  EXPECT_TRUE(std::equal(quarter.begin(), quarter.end(), all.begin()));
+  std::sort(all.begin(), all.end());
+  EXPECT_TRUE(std::adjacent_find(all.begin(), all.end()) == all.end());
+}
+
+TEST(Scenario, BadInputGetsAOneLineErrorNamingThePlace) {
+  const auto jobs = [](const std::string& j) { return R"({"universe": 10, "jobs": [)" + j + "]}"; };
+  EXPECT_EQ(error_of("{\"universe\": 10,"), "malformed JSON: [json.exception.parse_error.101] parse error at line 1, column 17: syntax error while parsing object key - unexpected end of input; expected string literal");
+  EXPECT_EQ(error_of("[]"), "scenario: expected a JSON object at the top level");
+  EXPECT_EQ(error_of(R"({"jobs": []})"), "scenario: missing field 'universe' (the item count)");
+  EXPECT_EQ(error_of(R"({"universe": 10, "jobs": []})"), "jobs: expected a non-empty array of jobs");
+  EXPECT_EQ(error_of(R"({"universe": -1, "jobs": []})"), "universe: expected a non-negative integer, got -1");
+  EXPECT_EQ(error_of(R"({"universe": 10, "sampler": "random", "jobs": []})"),
+            "sampler: unknown sampler 'random' (expected dsa, independent or lockstep)");
+  EXPECT_EQ(error_of(R"({"universe": 10, "policy": "mru", "jobs": []})"),
+            "policy: unknown policy 'mru' (expected refcnt, lru, fifo, belady or rate)");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"ids": [1, 10]}})")),
+            "jobs[0].subset.ids[1]: id 10 is outside the universe [0, 10)");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"range": [0, 11]}})")),
+            "jobs[0].subset.range: ids outside the universe: hi = 11 > universe = 10");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"range": [4, 4]}})")), "jobs[0].subset.range: empty subset: [4, 4)");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"ids": []}})")), "jobs[0].subset.ids: empty subset");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"ids": [3, 3]}})")), "jobs[0].subset.ids[1]: id 3 appears twice");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"all": true}, "speed": 0})")),
+            "jobs[0].speed: must be a positive number of items per step, got 0");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"all": true}, "speed": -2.5})")),
+            "jobs[0].speed: must be a positive number of items per step, got -2.5");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"all": true}, "sped": 1})")), "jobs[0]: unknown field 'sped'");
+  EXPECT_EQ(error_of(jobs(R"({"name": "x", "subset": {"all": true}}, {"name": "x", "subset": {"all": true}})")),
+            "jobs[1].name: duplicate job name 'x'");
+  EXPECT_EQ(error_of(jobs(R"({"subset": {"every": 2}})")),
+            R"(jobs[0].subset: unknown subset kind {"every":2} (expected all, range, ids or sample))");
+}
+
+}  // namespace
+}  // namespace joader

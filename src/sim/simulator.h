@@ -1,0 +1,60 @@
+// Simulator: runs a Scenario on a virtual clock with the same Sampler and Cache/EvictionPolicy
+// classes as the daemon.
+//
+// Clock: integer steps. A job is active from step `start` (until `stop` or its last epoch). At
+// each step every active job gains `speed` credit; then, while some job has credit ≥ 1, a round is
+// formed from all jobs with credit ≥ 1; each gets one item and spends 1 credit. A round's distinct
+// items not in the cache are loads (one load per item, however many jobs got it); then they enter
+// the cache under the policy. A delivery is a hit when its item was resident at the start of the
+// round. Under `lockstep` a round may be blocked (the shared order waits for a job without
+// credit); credit then stops accumulating beyond one step's worth plus one item.
+//
+// `belady` needs the future: the scenario is run once without a cache to record the trace (the
+// sampler never depends on the cache, so the same seed replays the same trace), then again with
+// the offline-optimal policy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sampler/sampler.h"
+#include "sim/scenario.h"
+
+namespace joader {
+
+struct TraceEvent {
+  uint64_t t;        // step
+  size_t job;        // index into Scenario::jobs
+  uint32_t epoch;    // the job's epoch, 0-based
+  ItemId item;
+  bool hit;
+};
+
+struct SimJobResult {
+  std::string name;
+  uint64_t deliveries = 0;
+  uint32_t epochs = 0;  // completed epochs
+};
+
+struct SimResult {
+  uint64_t loads = 0;
+  uint64_t deliveries = 0;
+  uint64_t hits = 0;
+  uint64_t rounds = 0;
+  uint64_t steps = 0;
+  std::vector<SimJobResult> jobs;
+  double ld_ratio() const { return deliveries == 0 ? 0.0 : double(loads) / double(deliveries); }
+};
+
+using SamplerFactory = std::function<std::unique_ptr<Sampler>(const Scenario&)>;
+
+// Runs the scenario. `on_delivery` (optional) sees every delivery in order. `make_sampler_for`
+// (optional) replaces the scenario's named sampler, e.g. by a deliberately biased one in tests.
+// Throws ScenarioError or SamplerError (e.g. more than kMaxJobs jobs at once) for scenarios that
+// cannot run.
+SimResult simulate(const Scenario& scenario, const std::function<void(const TraceEvent&)>& on_delivery = {},
+                   const SamplerFactory& make_sampler_for = {});
+
+}  // namespace joader

@@ -1,0 +1,88 @@
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+namespace joader {
+namespace {
+
+Scenario s1(const std::string& sampler, const std::string& policy) {
+  return parse_scenario(R"({"universe": 10000, "cache_items": 1000, "epochs": 3, "seed": 1,
+    "sampler": ")" + sampler + R"(", "policy": ")" + policy + R"(", "jobs": [
+    {"subset": {"range": [0, 10000]}}, {"subset": {"range": [0, 10000]}},
+    {"subset": {"range": [0, 10000]}}, {"subset": {"range": [0, 10000]}}]})");
+}
+
+TEST(Simulator, IdenticalJobsUnderDsaAndRefCntReachTheLowerBound) {
+  // Each epoch loads every item once, except the 1000 items cached at each of the 2 epoch
+  // boundaries: (3·10000 − 2·1000) / (4·3·10000) = 0.2333.
+  const SimResult r = simulate(s1("dsa", "refcnt"));
+  EXPECT_EQ(r.deliveries, 120000u);
+  EXPECT_EQ(r.loads, 28000u);
+  for (const auto& j : r.jobs) EXPECT_EQ(j.epochs, 3u);
+}
+
+TEST(Simulator, IndependentJobsWithLruShareAlmostNothing) {
+  const SimResult r = simulate(s1("independent", "lru"));
+  EXPECT_GT(r.ld_ratio(), 0.85);
+}
+
+TEST(Simulator, TraceAgreesWithTheTotals) {
+  Scenario sc = s1("dsa", "lru");
+  sc.jobs[1].start = 500;
+  sc.jobs[2].speed = 0.5;
+  uint64_t deliveries = 0, hits = 0, last_t = 0;
+  const SimResult r = simulate(sc, [&](const TraceEvent& e) {
+    ++deliveries;
+    hits += e.hit;
+    EXPECT_GE(e.t, last_t);
+    if (e.job == 1) {
+      EXPECT_GE(e.t, 500u);
+    }
+    last_t = e.t;
+  });
+  EXPECT_EQ(deliveries, r.deliveries);
+  EXPECT_EQ(hits, r.hits);
+  EXPECT_EQ(r.jobs[2].epochs, 3u);
+  EXPECT_GE(r.steps, 60000u);  // the half-speed job needs 60000 steps for 3 epochs
+}
+
+TEST(Simulator, LockstepJobsMoveAtTheSlowestJobsSpeed) {
+  Scenario sc = s1("lockstep", "lru");
+  sc.jobs[0].speed = 3;
+  sc.jobs[3].speed = 0.5;
+  sc.cache_items = 0;
+  const SimResult r = simulate(sc);
+  EXPECT_EQ(r.loads * 4, r.deliveries) << "identical jobs in lockstep share every item (no cache hits here)";
+  EXPECT_GE(r.steps, 60000u);
+}
+
+TEST(Simulator, AJobStoppedMidEpochLeavesItsPartialEpoch) {
+  Scenario sc = s1("dsa", "refcnt");
+  sc.jobs[3].stop = 2500;
+  const SimResult r = simulate(sc);
+  EXPECT_EQ(r.jobs[3].deliveries, 2500u);
+  EXPECT_EQ(r.jobs[3].epochs, 0u);
+  EXPECT_EQ(r.jobs[0].epochs, 3u);
+}
+
+TEST(Simulator, BeladyIsNeverWorseThanTheOnlinePolicies) {
+  Scenario sc = parse_scenario(R"({"universe": 3000, "cache_items": 300, "epochs": 2, "seed": 3, "jobs": [
+    {"subset": {"sample": 2000, "seed": 1}}, {"subset": {"sample": 2000, "seed": 2}, "start": 500},
+    {"subset": {"sample": 2000, "seed": 3}, "start": 1000, "speed": 1.5}]})");
+  sc.policy = "belady";
+  const uint64_t belady = simulate(sc).loads;
+  for (const char* p : {"refcnt", "lru", "fifo", "rate"}) {
+    sc.policy = p;
+    EXPECT_LE(belady, simulate(sc).loads) << p;
+  }
+}
+
+TEST(Simulator, MoreThanSixtyFourConcurrentJobsIsAClearError) {
+  Scenario sc;
+  sc.universe = 10;
+  for (int i = 0; i < 65; ++i) sc.jobs.push_back(JobSpec{"j" + std::to_string(i), {1, 2}, 0, {}, 1.0, 1});
+  EXPECT_THROW(simulate(sc), SamplerError);
+}
+
+}  // namespace
+}  // namespace joader
