@@ -29,14 +29,16 @@ void print_table(const Scenario& sc, const SimResult& r) {
              sc.universe, sc.cache_items, sc.seed);
   fmt::print("loads {}  deliveries {}  hits {}  L/D {:.4f}  steps {}\n\n", r.loads, r.deliveries, r.hits,
              r.ld_ratio(), r.steps);
-  fmt::print("{:<16} {:>12} {:>8}\n", "job", "deliveries", "epochs");
-  for (const SimJobResult& j : r.jobs) fmt::print("{:<16} {:>12} {:>8}\n", j.name, j.deliveries, j.epochs);
+  fmt::print("{:<16} {:>12} {:>8} {:>10}\n", "job", "deliveries", "epochs", "end step");
+  for (const SimJobResult& j : r.jobs) {
+    fmt::print("{:<16} {:>12} {:>8} {:>10}\n", j.name, j.deliveries, j.epochs, j.end_step);
+  }
 }
 
 nlohmann::json to_json(const Scenario& sc, const SimResult& r) {
   nlohmann::json jobs = nlohmann::json::array();
   for (const SimJobResult& j : r.jobs) {
-    jobs.push_back({{"name", j.name}, {"deliveries", j.deliveries}, {"epochs", j.epochs}});
+    jobs.push_back({{"name", j.name}, {"deliveries", j.deliveries}, {"epochs", j.epochs}, {"end_step", j.end_step}});
   }
   return {{"loads", r.loads}, {"deliveries", r.deliveries}, {"ld_ratio", r.ld_ratio()},
           {"hits", r.hits},   {"steps", r.steps},           {"sampler", sc.sampler},

@@ -52,7 +52,7 @@ class Run {
         const JobSpec& spec = sc_.jobs[i];
         if (j.done) continue;
         if (j.started && spec.stop && t >= *spec.stop) {
-          finish(i);
+          finish(i, t);
           --remaining;
           continue;
         }
@@ -104,7 +104,7 @@ class Run {
         for (const Decision& d : decisions) {
           const size_t i = slot_job_[d.job];
           if (!jobs_[i].done && sampler_.finished(d.job)) {
-            finish(i);
+            finish(i, t);
             --remaining;
           }
         }
@@ -115,9 +115,10 @@ class Run {
   }
 
  private:
-  void finish(size_t i) {
+  void finish(size_t i, uint64_t t) {
     JobRun& j = jobs_[i];
     result_.jobs[i].epochs = sampler_.epoch(j.slot);
+    result_.jobs[i].end_step = t;
     sampler_.remove_job(j.slot);
     j.done = true;
   }

@@ -36,6 +36,7 @@ struct SimJobResult {
   std::string name;
   uint64_t deliveries = 0;
   uint32_t epochs = 0;  // completed epochs
+  uint64_t end_step = 0;  // the step in which the job finished or left
 };
 
 struct SimResult {
