@@ -1,9 +1,18 @@
 #include "cache/cache.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 namespace joader {
 namespace {
+
+// Dataset 0 of the cache is `sets`: keys are item ids.
+PolicyContext signatures_of(const RemainingSets& sets) {
+  PolicyContext ctx;
+  ctx.signature = [&sets](CacheKey k) { return sets.signature(key_item(k)); };
+  return ctx;
+}
 
 std::unique_ptr<Cache> cache_with(const std::string& policy, uint64_t capacity, const PolicyContext& ctx = {}) {
   return std::make_unique<Cache>(capacity, make_policy(policy, ctx));
@@ -37,10 +46,8 @@ TEST(RefCntPolicy, EvictsTheItemWithFewestFutureReferencesTiesLru) {
   sets.add_job({1, 2, 3});
   sets.add_job({2, 3});
   // future references: 1 → 1, 2 → 2, 3 → 2, 4 → 0, 5 → 0
-  PolicyContext ctx;
-  ctx.sets = &sets;
-  Cache c(4, make_policy("refcnt", ctx));
-  sets.set_observer(&c);
+  Cache c(4, make_policy("refcnt", signatures_of(sets)));
+  sets.set_observer(c.observer_for(0));
   for (ItemId x : {4, 2, 1, 5}) c.insert(x, 1);
   c.insert(3, 1);  // over capacity: 4 and 5 have 0 refs, 4 is older
   EXPECT_FALSE(c.contains(4));
@@ -55,10 +62,8 @@ TEST(RefCntPolicy, EvictsTheItemWithFewestFutureReferencesTiesLru) {
 TEST(RefCntPolicy, FollowsSignatureChanges) {
   RemainingSets sets(10);
   const JobSlot a = sets.add_job({1, 2});
-  PolicyContext ctx;
-  ctx.sets = &sets;
-  Cache c(2, make_policy("refcnt", ctx));
-  sets.set_observer(&c);
+  Cache c(2, make_policy("refcnt", signatures_of(sets)));
+  sets.set_observer(c.observer_for(0));
   c.insert(1, 1);
   c.insert(2, 1);
   sets.remove(a, 2);  // 2 is no longer needed: it becomes the victim although it is newer
@@ -76,6 +81,7 @@ TEST(Cache, PinnedItemsAreNeverEvictedAndAFullyPinnedCacheRefusesInserts) {
   EXPECT_FALSE(c->insert(3, 1));
   EXPECT_FALSE(c->contains(3));
   EXPECT_EQ(c->used(), 2u);
+  EXPECT_EQ(c->pinned_units(), 2u);
   c->unpin(1);
   EXPECT_TRUE(c->insert(3, 1));
   EXPECT_FALSE(c->contains(1));
@@ -95,9 +101,9 @@ TEST(Cache, AnItemLargerThanTheCapacityIsRefusedWithoutEvictingAnything) {
 }
 
 TEST(BeladyPolicy, EvictsTheItemUsedFarthestInTheFuture) {
-  std::map<ItemId, uint64_t> next = {{1, 10}, {2, 30}, {3, 20}, {4, 5}};
+  std::map<CacheKey, uint64_t> next = {{1, 10}, {2, 30}, {3, 20}, {4, 5}};
   PolicyContext ctx;
-  ctx.next_use = [&next](ItemId x) { return next.at(x); };
+  ctx.next_use = [&next](CacheKey k) { return next.at(k); };
   Cache c(3, make_policy("belady", ctx));
   for (ItemId x : {1, 2, 3, 4}) c.insert(x, 1);
   EXPECT_FALSE(c.contains(2));
@@ -110,11 +116,14 @@ TEST(RatePolicy, EvictsTheItemWithTheLowestExpectedRequestRate) {
   for (ItemId x = 90; x < 100; ++x) small.push_back(x);
   const JobSlot jb = sets.add_job(big);    // rate per item 1/90
   const JobSlot js = sets.add_job(small);  // rate per item 1/10: asked much sooner
-  PolicyContext ctx;
-  ctx.sets = &sets;
-  ctx.job_speed = [](JobSlot) { return 1.0; };
+  PolicyContext ctx = signatures_of(sets);
+  ctx.request_rate = [&sets](uint32_t, uint64_t sig) {  // every job at speed 1
+    double rate = 0;
+    for (JobSlot j = 0; j < kMaxJobs; ++j) rate += (sig >> j & 1) ? 1.0 / sets.size(j) : 0.0;
+    return rate;
+  };
   Cache c(2, make_policy("rate", ctx));
-  sets.set_observer(&c);
+  sets.set_observer(c.observer_for(0));
   c.insert(95, 1);
   c.insert(5, 1);
   c.insert(96, 1);  // RefCnt would tie 5 / 95 / 96 (one reference each); rate evicts 5

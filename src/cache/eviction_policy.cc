@@ -16,22 +16,22 @@ namespace {
 template <typename KeyFn>
 class KeyedPolicy : public EvictionPolicy {
  public:
-  using Key = std::tuple<uint64_t, uint64_t, ItemId>;
+  using Key = std::tuple<uint64_t, uint64_t, CacheKey>;
 
   KeyedPolicy(KeyFn key, bool uses_signatures) : key_(std::move(key)), uses_sigs_(uses_signatures) {}
 
   void add(const EntryInfo& e) override {
     const Key k = key_(e);
-    keys_[e.item] = k;
+    keys_[e.key] = k;
     order_.insert(k);
   }
-  void remove(ItemId item) override {
-    auto it = keys_.find(item);
+  void remove(CacheKey key) override {
+    auto it = keys_.find(key);
     if (it == keys_.end()) return;
     order_.erase(it->second);
     keys_.erase(it);
   }
-  std::optional<ItemId> victim() override {
+  std::optional<CacheKey> victim() override {
     if (order_.empty()) return std::nullopt;
     return std::get<2>(*order_.begin());
   }
@@ -41,7 +41,7 @@ class KeyedPolicy : public EvictionPolicy {
   KeyFn key_;
   bool uses_sigs_;
   std::set<Key> order_;
-  std::unordered_map<ItemId, Key> keys_;
+  std::unordered_map<CacheKey, Key> keys_;
 };
 
 template <typename KeyFn>
@@ -51,38 +51,34 @@ std::unique_ptr<EvictionPolicy> keyed(KeyFn key, bool uses_signatures = false) {
 
 // Expected request rate: an item x pending for job j is requested at rate speed_j / |R_j| (j
 // draws uniformly from R_j at speed_j), so the item's rate is the sum over the jobs in sig[x].
-// All items with one signature share a rate, so evictable items are grouped by signature (LRU
-// inside a group) and a victim is the LRU item of the group with the lowest rate. A victim costs
-// O(G·k) for G distinct signatures among evictable items (G ≤ min(2^k, cache items)): fine for a
-// handful of jobs, which is where it is compared in the simulator.
+// All items of one dataset with one signature share a rate, so evictable items are grouped by
+// (dataset, signature), LRU inside a group, and a victim is the LRU item of the group with the
+// lowest rate. A victim costs O(G·k) for G distinct groups among evictable items
+// (G ≤ min(2^k, cache items)): fine for a handful of jobs, which is where it is compared.
 class RatePolicy : public EvictionPolicy {
  public:
-  explicit RatePolicy(const PolicyContext& ctx) : sets_(*ctx.sets), speed_(ctx.job_speed) {}
+  explicit RatePolicy(const PolicyContext& ctx) : signature_(ctx.signature), rate_(ctx.request_rate) {}
 
   void add(const EntryInfo& e) override {
-    const uint64_t sig = sets_.signature(e.item);
-    where_[e.item] = {sig, e.last_access};
-    groups_[sig].insert({e.last_access, e.item});
+    const Group g{key_dataset(e.key), signature_(e.key)};
+    where_[e.key] = {g, e.last_access};
+    groups_[g].insert({e.last_access, e.key});
   }
-  void remove(ItemId item) override {
-    auto it = where_.find(item);
+  void remove(CacheKey key) override {
+    auto it = where_.find(key);
     if (it == where_.end()) return;
     auto g = groups_.find(it->second.first);
-    g->second.erase({it->second.second, item});
+    g->second.erase({it->second.second, key});
     if (g->second.empty()) groups_.erase(g);
     where_.erase(it);
   }
-  std::optional<ItemId> victim() override {
-    const std::pair<uint64_t, ItemId>* best = nullptr;
+  std::optional<CacheKey> victim() override {
+    const std::pair<uint64_t, CacheKey>* best = nullptr;
     double best_rate = std::numeric_limits<double>::infinity();
-    for (const auto& [sig, members] : groups_) {
-      double rate = 0;
-      for (uint64_t rest = sig; rest != 0; rest &= rest - 1) {
-        const JobSlot j = std::countr_zero(rest);
-        rate += speed_(j) / static_cast<double>(sets_.size(j));
-      }
+    for (const auto& [group, members] : groups_) {
+      const double rate = rate_(group.first, group.second);
       const auto& head = *members.begin();
-      if (rate < best_rate || (rate == best_rate && head < *best)) {
+      if (best == nullptr || rate < best_rate || (rate == best_rate && head < *best)) {
         best_rate = rate;
         best = &head;
       }
@@ -93,10 +89,11 @@ class RatePolicy : public EvictionPolicy {
   bool uses_signatures() const override { return true; }
 
  private:
-  const RemainingSets& sets_;
-  std::function<double(JobSlot)> speed_;
-  std::unordered_map<ItemId, std::pair<uint64_t, uint64_t>> where_;  // item -> (sig, last access)
-  std::map<uint64_t, std::set<std::pair<uint64_t, ItemId>>> groups_;
+  using Group = std::pair<uint32_t, uint64_t>;  // (dataset, signature)
+  std::function<uint64_t(CacheKey)> signature_;
+  std::function<double(uint32_t, uint64_t)> rate_;
+  std::unordered_map<CacheKey, std::pair<Group, uint64_t>> where_;  // key -> (group, last access)
+  std::map<Group, std::set<std::pair<uint64_t, CacheKey>>> groups_;
 };
 
 }  // namespace
@@ -108,17 +105,17 @@ const std::vector<std::string>& policy_names() {
 
 std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const PolicyContext& ctx) {
   if (name == "lru") {
-    return keyed([](const EntryInfo& e) { return std::tuple{e.last_access, uint64_t{0}, e.item}; });
+    return keyed([](const EntryInfo& e) { return std::tuple{e.last_access, uint64_t{0}, e.key}; });
   }
   if (name == "fifo") {
-    return keyed([](const EntryInfo& e) { return std::tuple{e.inserted, uint64_t{0}, e.item}; });
+    return keyed([](const EntryInfo& e) { return std::tuple{e.inserted, uint64_t{0}, e.key}; });
   }
   if (name == "refcnt") {
-    if (ctx.sets == nullptr) throw std::invalid_argument("refcnt needs the jobs' remaining sets");
-    const RemainingSets* sets = ctx.sets;
+    if (!ctx.signature) throw std::invalid_argument("refcnt needs the items' signatures");
+    auto signature = ctx.signature;
     return keyed(
-        [sets](const EntryInfo& e) {
-          return std::tuple{uint64_t(std::popcount(sets->signature(e.item))), e.last_access, e.item};
+        [signature](const EntryInfo& e) {
+          return std::tuple{uint64_t(std::popcount(signature(e.key))), e.last_access, e.key};
         },
         /*uses_signatures=*/true);
   }
@@ -126,12 +123,12 @@ std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const Polic
     if (!ctx.next_use) throw std::invalid_argument("belady needs the future trace (simulator only)");
     auto next_use = ctx.next_use;
     return keyed([next_use](const EntryInfo& e) {
-      return std::tuple{std::numeric_limits<uint64_t>::max() - next_use(e.item), uint64_t{0}, e.item};
+      return std::tuple{std::numeric_limits<uint64_t>::max() - next_use(e.key), uint64_t{0}, e.key};
     });
   }
   if (name == "rate") {
-    if (ctx.sets == nullptr || !ctx.job_speed) {
-      throw std::invalid_argument("rate needs the jobs' remaining sets and speeds");
+    if (!ctx.signature || !ctx.request_rate) {
+      throw std::invalid_argument("rate needs the items' signatures and the jobs' request rates");
     }
     return std::make_unique<RatePolicy>(ctx);
   }

@@ -14,13 +14,18 @@
 #include <vector>
 
 #include "common/types.h"
-#include "sampler/remaining_sets.h"
 
 namespace joader {
 
+// A cached item across datasets: the dataset's index in the high 32 bits, the item id in the low.
+using CacheKey = uint64_t;
+inline constexpr CacheKey cache_key(uint32_t dataset, ItemId item) { return (CacheKey{dataset} << 32) | item; }
+inline constexpr uint32_t key_dataset(CacheKey k) { return static_cast<uint32_t>(k >> 32); }
+inline constexpr ItemId key_item(CacheKey k) { return static_cast<ItemId>(k); }
+
 // What the Cache knows of an entry, handed to the policy at add().
 struct EntryInfo {
-  ItemId item;
+  CacheKey key;
   uint64_t inserted;     // logical time of insertion
   uint64_t last_access;  // logical time of the last insertion or hit
 };
@@ -29,20 +34,23 @@ class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
   virtual void add(const EntryInfo& entry) = 0;
-  virtual void remove(ItemId item) = 0;
+  virtual void remove(CacheKey key) = 0;
   // The item to evict next, among those added and not removed; nullopt if none.
-  virtual std::optional<ItemId> victim() = 0;
+  virtual std::optional<CacheKey> victim() = 0;
   // True if the order depends on signatures (the Cache then re-adds items whose signature changes).
   virtual bool uses_signatures() const { return false; }
 };
 
 // Inputs some policies need besides the entries themselves.
 struct PolicyContext {
-  const RemainingSets* sets = nullptr;              // refcnt, rate: the jobs' remaining sets
-  std::function<double(JobSlot)> job_speed;         // rate: a job's consumption rate (items/time)
-  // belady: the next time `item` will be requested after the current moment, or UINT64_MAX if
+  // refcnt, rate: the item's signature in its dataset's sampler (bit j: job j still needs it).
+  std::function<uint64_t(CacheKey)> signature;
+  // rate: expected request rate of an item of `dataset` with signature `sig`,
+  // Σ_{j ∈ sig} speed_j / |R_j| (see docs/SAMPLER.md).
+  std::function<double(uint32_t dataset, uint64_t sig)> request_rate;
+  // belady: the next time `key` will be requested after the current moment, or UINT64_MAX if
   // never. Offline knowledge of the future: simulator only.
-  std::function<uint64_t(ItemId item)> next_use;
+  std::function<uint64_t(CacheKey)> next_use;
 };
 
 // Builds a policy by name: refcnt, lru, fifo, belady, rate. Throws std::invalid_argument on an

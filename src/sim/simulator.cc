@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
 #include <memory>
 
@@ -150,17 +151,26 @@ SimResult simulate(const Scenario& sc, const std::function<void(const TraceEvent
   auto sampler = new_sampler();
   Run run(sc, *sampler);
   PolicyContext ctx;
-  ctx.sets = &sampler->sets();
-  ctx.job_speed = [&run](JobSlot s) { return run.speed_of_slot(s); };
+  const RemainingSets& sets = sampler->sets();
+  ctx.signature = [&sets](CacheKey k) { return sets.signature(key_item(k)); };
+  ctx.request_rate = [&sets, &run](uint32_t, uint64_t sig) {
+    double rate = 0;
+    for (uint64_t rest = sig; rest != 0; rest &= rest - 1) {
+      const JobSlot j = std::countr_zero(rest);
+      rate += run.speed_of_slot(j) / double(sets.size(j));
+    }
+    return rate;
+  };
   if (sc.policy == "belady") {
-    ctx.next_use = [&run, &uses](ItemId x) -> uint64_t {
-      const auto& u = uses[x];
+    ctx.next_use = [&run, &uses](CacheKey k) -> uint64_t {
+      const auto& u = uses[key_item(k)];
       auto it = std::upper_bound(u.begin(), u.end(), run.round_index());
       return it == u.end() ? std::numeric_limits<uint64_t>::max() : *it;
     };
   }
+  // One dataset: cache keys are the item ids themselves (dataset 0).
   Cache cache(sc.cache_items, make_policy(sc.policy, ctx));
-  sampler->set_observer(&cache);
+  sampler->set_observer(cache.observer_for(0));
   return run.run(&cache, on_delivery, {});
 }
 
