@@ -6,7 +6,9 @@ CMAKE_FLAGS ?=
 
 # Debian packages the build and tests need.
 PACKAGES := build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev \
-            libgtest-dev libgmock-dev libbenchmark-dev python3
+            libgtest-dev libgmock-dev libbenchmark-dev python3 \
+            libturbojpeg0-dev libpng-dev liblmdb-dev libopencv-imgproc-dev \
+            libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-pytest
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -32,6 +32,8 @@ class Cache {
   bool insert(CacheKey k, uint64_t size);
   // Evicts unpinned victims until `size` more units fit; returns whether they do.
   bool make_room(uint64_t size);
+  // Evicts the policy's next victim; false if every resident item is pinned.
+  bool evict_one();
   void pin(CacheKey k);
   void unpin(CacheKey k);
   uint32_t pins(CacheKey k) const;
@@ -73,7 +75,6 @@ class Cache {
 
   void add_to_policy(CacheKey k, const Entry& e) { policy_->add({k, e.inserted, e.last_access}); }
   void drop(CacheKey k);
-  bool evict_one();
 
   uint64_t capacity_;
   uint64_t used_ = 0;

@@ -8,10 +8,26 @@ namespace joader {
 
 Sampler::Sampler(uint32_t universe, uint64_t seed) : sets_(universe), rng_(seed) {}
 
-JobSlot Sampler::add_job(std::vector<ItemId> subset, uint32_t epochs) {
+JobSlot Sampler::add_job(std::vector<ItemId> subset, uint32_t epochs, uint32_t first_epoch,
+                         std::span<const ItemId> consumed) {
+  if (epochs != 0 && first_epoch >= epochs) {
+    throw SamplerError("cannot resume in epoch " + std::to_string(first_epoch) + " of a job with " +
+                       std::to_string(epochs) + " epochs");
+  }
   const JobSlot job = sets_.add_job(std::move(subset));
-  epoch_[job] = 0;
+  for (ItemId x : consumed) {
+    if (x >= sets_.universe() || !sets_.contains(job, x)) {
+      sets_.remove_job(job);
+      throw SamplerError("consumed item " + std::to_string(x) + " is not in the job's subset, or appears twice");
+    }
+    sets_.remove(job, x);
+  }
+  epoch_[job] = first_epoch;
   limit_[job] = epochs;
+  if (sets_.size(job) == 0) {  // the saved epoch was complete: continue with the next one
+    ++epoch_[job];
+    if (!finished(job)) sets_.refill(job);
+  }
   return job;
 }
 

@@ -33,8 +33,11 @@ class Sampler {
   Sampler& operator=(const Sampler&) = delete;
 
   // Adds a job; `epochs` = 0 means unbounded. Throws SamplerError on a bad subset or when all
-  // kMaxJobs slots are in use.
-  JobSlot add_job(std::vector<ItemId> subset, uint32_t epochs = 0);
+  // kMaxJobs slots are in use. A resumed job starts in epoch `first_epoch` with the items of
+  // `consumed` (a subset of `subset`) already taken in that epoch; epochs count from 0 in all
+  // cases, so the job finishes after epoch `epochs` - 1.
+  JobSlot add_job(std::vector<ItemId> subset, uint32_t epochs = 0, uint32_t first_epoch = 0,
+                  std::span<const ItemId> consumed = {});
   // The job leaves now, mid-epoch or not; its slot is freed.
   void remove_job(JobSlot job);
 

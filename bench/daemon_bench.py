@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Daemon benchmarks (C++ clients), each configuration measured side by side in one run:
+
+1. delivery: one job reading cached 150 KB items (224x224x3) from the arena, gathering each batch
+   into one buffer: items/s and GB/s.
+2. sharing: 4 jobs on one synthetic JPEG dataset (500x375 -> resize 256 -> crop 224), identical
+   subsets, same start: aggregate images/s through one daemon (DSA + RefCnt, T loader threads)
+   vs the same 4 jobs each with its own private loader (4 daemons of T/4 loader threads each: no
+   sharing at all, L/D = 1). Same total thread count, same machine. Also the L/D that
+   `joader status` reports.
+
+    make build && /usr/bin/python3 bench/daemon_bench.py [--runs 3] [--items 2000] [--threads 4]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ.get("JOADER_BUILD", "build")
+
+
+class Daemon:
+    def __init__(self, tmp, *args, name="bench"):
+        self.socket = os.path.join(tmp, f"{name}.sock")
+        self.proc = subprocess.Popen([f"{BUILD}/joader", "serve", "--socket", self.socket, *args],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()
+        if "serving on" not in line:
+            raise RuntimeError(line + self.proc.stderr.read())
+
+    def cli(self, *args):
+        return subprocess.run([f"{BUILD}/joader", *args, "--socket", self.socket], check=True,
+                              capture_output=True, text=True).stdout
+
+    def start_jobs(self, n, *args):
+        return [subprocess.Popen([f"{BUILD}/bench_client", "--socket", self.socket, *args],
+                                 stdout=subprocess.PIPE, text=True) for _ in range(n)]
+
+    def jobs(self, n, *args):
+        return [json.loads(p.communicate()[0]) for p in self.start_jobs(n, *args)]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def delivery(tmp, runs):
+    d = Daemon(tmp, "--cache-size", "1GiB", "--threads", "2")
+    try:
+        d.cli("dataset", "add", "cached", "--source", "synthetic:1000:256x256", "--crop", "224")
+        results = []
+        for _ in range(runs):
+            r = d.jobs(1, "--dataset", "cached", "--batch", "64", "--epochs", "4", "--warmup-epochs", "1")[0]
+            results.append(r)
+            print(f"  delivery run: {r['items_per_s']:.0f} items/s, {r['gb_per_s']:.2f} GB/s", file=sys.stderr)
+        return results
+    finally:
+        d.stop()
+
+
+JPEG = ["--resize", "256", "--crop", "224"]
+JOB = ["--dataset", "jpeg", "--batch", "32", "--epochs", "1"]
+
+
+def sharing(tmp, items, threads):
+    """4 jobs through one daemon."""
+    d = Daemon(tmp, "--cache-size", "256MiB", "--threads", str(threads))
+    try:
+        d.cli("dataset", "add", "jpeg", "--source", f"synthetic:{items}:500x375", *JPEG)
+        start = time.monotonic()
+        results = d.jobs(4, *JOB)
+        wall = time.monotonic() - start
+        status = json.loads(d.cli("status", "--json"))
+        return {"images_per_s": sum(r["items"] for r in results) / wall, "ld_ratio": status["ld_ratio"]}
+    finally:
+        d.stop()
+
+
+def private(tmp, items, threads):
+    """The same 4 jobs, each with its own daemon: nothing shared."""
+    daemons = [Daemon(tmp, "--cache-size", "64MiB", "--threads", str(max(1, threads // 4)), name=f"private{i}")
+               for i in range(4)]
+    try:
+        for d in daemons:
+            d.cli("dataset", "add", "jpeg", "--source", f"synthetic:{items}:500x375", *JPEG)
+        start = time.monotonic()
+        procs = [d.start_jobs(1, *JOB)[0] for d in daemons]
+        results = [json.loads(p.communicate()[0]) for p in procs]
+        wall = time.monotonic() - start
+        statuses = [json.loads(d.cli("status", "--json")) for d in daemons]
+        ld = sum(s["loads"] for s in statuses) / sum(s["deliveries"] for s in statuses)
+        return {"images_per_s": sum(r["items"] for r in results) / wall, "ld_ratio": ld}
+    finally:
+        for d in daemons:
+            d.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--items", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=4, help="loader threads in total on each side")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="joader-bench-") as tmp:
+        os.chmod(tmp, 0o700)
+        print("delivery of cached items ...", file=sys.stderr)
+        dl = delivery(tmp, args.runs)
+        pairs = []
+        for run in range(args.runs):
+            shared = sharing(tmp, args.items, args.threads)
+            alone = private(tmp, args.items, args.threads)
+            pairs.append((shared, alone))
+            print(f"  sharing run {run + 1}: one daemon {shared['images_per_s']:.0f} img/s (L/D {shared['ld_ratio']:.3f}), "
+                  f"private loaders {alone['images_per_s']:.0f} img/s (L/D {alone['ld_ratio']:.3f})", file=sys.stderr)
+
+    med = statistics.median
+    print(f"Delivery of cached 150 KB items to one job (median of {args.runs}): "
+          f"{med(r['items_per_s'] for r in dl):.0f} items/s, {med(r['gb_per_s'] for r in dl):.2f} GB/s\n")
+    print(f"4 jobs, identical subsets of {args.items} synthetic JPEGs (500x375 -> 256 -> 224), "
+          f"{args.threads} loader threads in total on each side; median of {args.runs} runs:\n")
+    print("| run | one daemon (DSA + RefCnt) img/s | L/D | 4 private loaders img/s | L/D | speed-up |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for i, (s, p) in enumerate(pairs, 1):
+        print(f"| {i} | {s['images_per_s']:.0f} | {s['ld_ratio']:.3f} | {p['images_per_s']:.0f} | "
+              f"{p['ld_ratio']:.3f} | {s['images_per_s'] / p['images_per_s']:.2f}× |")
+    speedups = [s["images_per_s"] / p["images_per_s"] for s, p in pairs]
+    print(f"| median | {med(s['images_per_s'] for s, _ in pairs):.0f} | {med(s['ld_ratio'] for s, _ in pairs):.3f} | "
+          f"{med(p['images_per_s'] for _, p in pairs):.0f} | {med(p['ld_ratio'] for _, p in pairs):.3f} | "
+          f"{med(speedups):.2f}× |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,348 @@
+#include "cli/daemon_commands.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+
+#include <fmt/core.h>
+#include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
+
+#include "client/client.h"
+#include "common/paths.h"
+#include "server/service.h"
+
+namespace joader::cli {
+namespace {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.1f} {}", b, units[u]);
+}
+
+// True if a process accepts connections on the Unix socket at `path`.
+bool socket_is_live(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const bool live = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return live;
+}
+
+struct ServeOptions {
+  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa";
+  unsigned threads = 0;
+};
+
+int run_serve(const ServeOptions& o) {
+  EngineOptions eo;
+  try {
+    eo.cache_bytes = parse_size(o.cache_size);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "error: --cache-size: {}\n", e.what());
+    return 2;
+  }
+  if (eo.cache_bytes < ArenaAllocator::kAlign) {
+    fmt::print(stderr, "error: --cache-size {} is too small\n", o.cache_size);
+    return 2;
+  }
+  eo.threads = o.threads;
+  eo.policy = o.policy;
+  eo.sampler = o.sampler;
+  if (eo.policy == "belady") {
+    fmt::print(stderr, "error: --policy belady needs the future: it exists only in `joader simulate`\n");
+    return 2;
+  }
+  if (eo.sampler != "dsa" && eo.sampler != "independent") {
+    fmt::print(stderr, "error: --sampler must be dsa or independent (lockstep exists only in `joader simulate`)\n");
+    return 2;
+  }
+  const std::string path = o.socket.empty() ? default_socket_path() : o.socket;
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    fmt::print(stderr, "error: socket path is too long for a Unix socket ({} bytes): {}\n", path.size(), path);
+    return 2;
+  }
+  try {
+    prepare_socket_dir(path);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  struct stat st{};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (socket_is_live(path)) {
+      fmt::print(stderr, "error: another Joader daemon is serving at {}\n", path);
+      return 1;
+    }
+    fmt::print(stderr, "joader: removing the stale socket {} left by a daemon that died\n", path);
+    unlink(path.c_str());
+  }
+  if (int n = SharedArena::remove_stale(); n > 0) {
+    fmt::print(stderr, "joader: removed {} stale shared-memory arena(s) of dead daemons\n", n);
+  }
+
+  // Signals are taken synchronously by the main thread; every other thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = std::make_unique<Engine>(eo);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  JoaderService service(*engine);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  const mode_t old_umask = umask(0177);  // the socket is created 0600
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  umask(old_umask);
+  if (!server) {
+    fmt::print(stderr, "error: cannot listen on {}\n", path);
+    return 1;
+  }
+  chmod(path.c_str(), 0600);
+  const v1::StatusReply s = engine->status();
+  fmt::print(stderr, "joader: serving on {} (cache {}, {} loader threads, policy {}, sampler {})\n", path,
+             human_bytes(double(s.cache_capacity())), s.loader_threads(), eo.policy, eo.sampler);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  fmt::print(stderr, "joader: {} received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  engine->shutdown();  // every job gets "server shutting down"
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server.reset();
+  engine.reset();  // unlinks the arena
+  unlink(path.c_str());
+  return 0;
+}
+
+struct DatasetAddOptions {
+  std::string socket, name, source, on_error = "fail";
+  uint32_t resize = 0, crop = 0;
+  bool raw = false;
+};
+
+void print_error(const std::exception& e) { fmt::print(stderr, "error: {}\n", e.what()); }
+
+int run_dataset_add(const DatasetAddOptions& o) {
+  try {
+    Client client(o.socket);
+    v1::AddDatasetRequest req;
+    req.set_name(o.name);
+    req.set_source(o.source);
+    req.set_raw(o.raw);
+    req.set_resize(o.resize);
+    req.set_crop(o.crop);
+    req.set_on_error(o.on_error);
+    const bool tty = isatty(STDERR_FILENO);
+    const v1::DatasetInfo info = client.add_dataset(req, [tty](uint64_t n) {
+      if (tty) {
+        fmt::print(stderr, "\rindexing: {} items", n);
+      } else {
+        fmt::print(stderr, "indexing: {} items\n", n);
+      }
+    });
+    if (tty) fmt::print(stderr, "\n");
+    fmt::print("added dataset '{}': {} items, {} classes, {} ({})\n", info.name(), info.items(), info.classes_size(),
+               info.prep(), info.source());
+    return 0;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return 1;
+  }
+}
+
+int run_dataset_list(const std::string& socket, bool json) {
+  try {
+    Client client(socket);
+    const auto datasets = client.list_datasets();
+    if (json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& d : datasets) {
+        out.push_back({{"name", d.name()}, {"items", d.items()}, {"source", d.source()}, {"prep", d.prep()},
+                       {"classes", d.classes_size()}, {"active_jobs", d.active_jobs()}, {"skipped", d.skipped()}});
+      }
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    if (datasets.empty()) {
+      fmt::print("no datasets (add one with `joader dataset add NAME --source KIND:ARG ...`)\n");
+      return 0;
+    }
+    fmt::print("{:<20} {:>10} {:>8} {:>5}  {}\n", "name", "items", "classes", "jobs", "prep / source");
+    for (const auto& d : datasets) {
+      fmt::print("{:<20} {:>10} {:>8} {:>5}  {} / {}\n", d.name(), d.items(), d.classes_size(), d.active_jobs(),
+                 d.prep(), d.source());
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return 1;
+  }
+}
+
+int run_dataset_rm(const std::string& socket, const std::string& name) {
+  try {
+    Client(socket).remove_dataset(name);
+    fmt::print("removed dataset '{}'\n", name);
+    return 0;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return 1;
+  }
+}
+
+nlohmann::json status_json(const v1::StatusReply& s) {
+  nlohmann::json datasets = nlohmann::json::array(), jobs = nlohmann::json::array();
+  for (const auto& d : s.datasets()) {
+    datasets.push_back({{"name", d.name()}, {"items", d.items()}, {"source", d.source()}, {"prep", d.prep()},
+                        {"classes", d.classes_size()}, {"active_jobs", d.active_jobs()}, {"skipped", d.skipped()}});
+  }
+  for (const auto& j : s.jobs()) {
+    jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"delivered", j.delivered()},
+                    {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
+                    {"items_per_second", j.items_per_second()}, {"queued", j.queued()},
+                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}});
+  }
+  const double ld = s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
+  return {{"loads", s.loads()},
+          {"deliveries", s.deliveries()},
+          {"ld_ratio", ld},
+          {"hits", s.hits()},
+          {"evictions", s.evictions()},
+          {"skipped", s.skipped()},
+          {"cache_bytes", s.cache_bytes()},
+          {"cache_capacity", s.cache_capacity()},
+          {"pinned_bytes", s.pinned_bytes()},
+          {"policy", s.policy()},
+          {"loader_threads", s.loader_threads()},
+          {"uptime_seconds", s.uptime_seconds()},
+          {"datasets", datasets},
+          {"jobs", jobs}};
+}
+
+int run_status(const std::string& socket, bool json) {
+  try {
+    const v1::StatusReply s = Client(socket).status();
+    if (json) {
+      std::cout << status_json(s).dump(2) << "\n";
+      return 0;
+    }
+    const double ld = s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
+    fmt::print("loads {}  deliveries {}  L/D {:.3f}  hits {}  evictions {}  skipped {}\n", s.loads(), s.deliveries(),
+               ld, s.hits(), s.evictions(), s.skipped());
+    fmt::print("cache {} of {} ({} pinned), policy {}, {} loader threads, up {:.0f} s\n", human_bytes(double(s.cache_bytes())),
+               human_bytes(double(s.cache_capacity())), human_bytes(double(s.pinned_bytes())), s.policy(),
+               s.loader_threads(), s.uptime_seconds());
+    fmt::print("\n{:<20} {:>10} {:>8}  {}\n", "dataset", "items", "jobs", "prep");
+    for (const auto& d : s.datasets()) fmt::print("{:<20} {:>10} {:>8}  {}\n", d.name(), d.items(), d.active_jobs(), d.prep());
+    fmt::print("\n{:<20} {:<16} {:>6} {:>18} {:>10} {:>8}\n", "job", "dataset", "epoch", "epoch progress", "items/s", "queued");
+    for (const auto& j : s.jobs()) {
+      fmt::print("{:<20} {:<16} {:>6} {:>18} {:>10.0f} {:>8}\n", j.name(), j.dataset(), j.epoch(),
+                 fmt::format("{}/{}", j.delivered_in_epoch(), j.subset_size()), j.items_per_second(), j.queued());
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return 1;
+  }
+}
+
+void add_socket_option(CLI::App* cmd, std::string& socket) {
+  cmd->add_option("--socket", socket, "The daemon's Unix socket (default: $JOADER_SOCKET, else $XDG_RUNTIME_DIR/joader.sock, else /tmp/joader-$UID/joader.sock)");
+}
+
+}  // namespace
+
+uint64_t parse_size(const std::string& text) {
+  size_t pos = 0;
+  double value;
+  try {
+    value = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("'" + text + "' is not a size (e.g. 512MiB, 2GiB)");
+  }
+  const std::string unit = text.substr(pos);
+  static const std::pair<const char*, double> units[] = {
+      {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"KB", 1e3}, {"M", 1048576.0}, {"MiB", 1048576.0},
+      {"MB", 1e6}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9}, {"T", 1099511627776.0},
+      {"TiB", 1099511627776.0}, {"TB", 1e12}};
+  for (const auto& [name, factor] : units) {
+    if (unit == name) {
+      if (!(value >= 0) || !std::isfinite(value * factor)) break;
+      return static_cast<uint64_t>(value * factor);
+    }
+  }
+  throw std::invalid_argument("'" + text + "' is not a size (e.g. 512MiB, 2GiB)");
+}
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Run the Joader daemon (stop it with Ctrl-C or SIGTERM)");
+  add_socket_option(cmd, o->socket);
+  cmd->add_option("--cache-size", o->cache_size, "Shared-memory cache size, e.g. 512MiB, 2GiB")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Loader threads that read and prepare items (default: one per core)");
+  cmd->add_option("--policy", o->policy, "Cache policy: refcnt, lru, fifo, rate")->capture_default_str();
+  cmd->add_option("--sampler", o->sampler, "dsa, or independent (no coupling: a baseline for benchmarks)")->capture_default_str();
+  cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });
+}
+
+void add_dataset_command(CLI::App& app, int& exit_code) {
+  CLI::App* ds = app.add_subcommand("dataset", "Add, list or remove the daemon's datasets");
+  ds->require_subcommand(1);
+
+  auto add = std::make_shared<DatasetAddOptions>();
+  CLI::App* a = ds->add_subcommand("add", "Index a source and register it under NAME");
+  a->add_option("name", add->name, "Dataset name")->required();
+  a->add_option("--source", add->source, "imagefolder:PATH, lmdb:PATH, filelist:FILE or synthetic:COUNT[:WxH]")->required();
+  a->add_option("--resize", add->resize, "Decode, then resize the shorter side to S pixels");
+  a->add_option("--crop", add->crop, "Decode, then center-crop C×C (uint8 HWC RGB)");
+  a->add_flag("--raw", add->raw, "Pass the stored bytes through undecoded");
+  a->add_option("--on-error", add->on_error, "A corrupt item fails the job ('fail') or is skipped ('skip')")->capture_default_str();
+  add_socket_option(a, add->socket);
+  a->callback([add, &exit_code] { exit_code = run_dataset_add(*add); });
+
+  auto list_socket = std::make_shared<std::string>();
+  auto list_json = std::make_shared<bool>(false);
+  CLI::App* l = ds->add_subcommand("list", "List the datasets");
+  l->add_flag("--json", *list_json, "Print JSON");
+  add_socket_option(l, *list_socket);
+  l->callback([list_socket, list_json, &exit_code] { exit_code = run_dataset_list(*list_socket, *list_json); });
+
+  auto rm_socket = std::make_shared<std::string>();
+  auto rm_name = std::make_shared<std::string>();
+  CLI::App* r = ds->add_subcommand("rm", "Remove a dataset that has no active job");
+  r->add_option("name", *rm_name, "Dataset name")->required();
+  add_socket_option(r, *rm_socket);
+  r->callback([rm_socket, rm_name, &exit_code] { exit_code = run_dataset_rm(*rm_socket, *rm_name); });
+}
+
+void add_status_command(CLI::App& app, int& exit_code) {
+  auto socket = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("status", "Datasets, jobs, loads, deliveries, L/D and cache use of the daemon");
+  cmd->add_flag("--json", *json, "Print JSON");
+  add_socket_option(cmd, *socket);
+  cmd->callback([socket, json, &exit_code] { exit_code = run_status(*socket, *json); });
+}
+
+}  // namespace joader::cli

@@ -1,0 +1,180 @@
+#include "client/client.h"
+
+#include <sys/stat.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/paths.h"
+#include "joader.grpc.pb.h"
+#include "server/arena.h"
+
+namespace joader {
+namespace {
+
+ClientError to_error(const grpc::Status& s, const std::string& socket) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && s.error_message().find("shutting down") == std::string::npos) {
+    return ClientError(s.error_code(), "lost the Joader daemon at " + socket + ": " + s.error_message());
+  }
+  return ClientError(s.error_code(), s.error_message());
+}
+
+}  // namespace
+
+struct Client::Impl {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Joader::Stub> stub;
+  std::map<std::string, std::weak_ptr<ArenaView>> arenas;
+};
+
+struct Job::Stream {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::JobRequest, v1::JobReply>> rw;
+  std::string socket;
+};
+
+Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_path() : std::move(socket)) {
+  struct stat st{};
+  if (stat(socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    throw ClientError(static_cast<int>(grpc::StatusCode::UNAVAILABLE),
+                      "no Joader daemon at " + socket_ + " (start one with `joader serve`, or set JOADER_SOCKET)");
+  }
+  impl_ = std::make_unique<Impl>();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  impl_->channel = grpc::CreateCustomChannel("unix:" + socket_, grpc::InsecureChannelCredentials(), args);
+  impl_->stub = v1::Joader::NewStub(impl_->channel);
+}
+
+Client::~Client() = default;
+
+v1::DatasetInfo Client::add_dataset(v1::AddDatasetRequest request, const std::function<void(uint64_t)>& progress) {
+  request.set_protocol_version(kClientProtocolVersion);
+  grpc::ClientContext ctx;
+  auto reader = impl_->stub->AddDataset(&ctx, request);
+  v1::AddDatasetProgress msg;
+  v1::DatasetInfo info;
+  while (reader->Read(&msg)) {
+    if (msg.has_dataset()) {
+      info = msg.dataset();
+    } else if (progress) {
+      progress(msg.indexed());
+    }
+  }
+  const grpc::Status s = reader->Finish();
+  if (!s.ok()) throw to_error(s, socket_);
+  return info;
+}
+
+std::vector<v1::DatasetInfo> Client::list_datasets() {
+  grpc::ClientContext ctx;
+  v1::ListDatasetsReply reply;
+  const grpc::Status s = impl_->stub->ListDatasets(&ctx, {}, &reply);
+  if (!s.ok()) throw to_error(s, socket_);
+  return {reply.datasets().begin(), reply.datasets().end()};
+}
+
+void Client::remove_dataset(const std::string& name) {
+  grpc::ClientContext ctx;
+  v1::RemoveDatasetRequest req;
+  req.set_name(name);
+  v1::RemoveDatasetReply reply;
+  const grpc::Status s = impl_->stub->RemoveDataset(&ctx, req, &reply);
+  if (!s.ok()) throw to_error(s, socket_);
+}
+
+v1::StatusReply Client::status() {
+  grpc::ClientContext ctx;
+  v1::StatusReply reply;
+  const grpc::Status s = impl_->stub->Status(&ctx, {}, &reply);
+  if (!s.ok()) throw to_error(s, socket_);
+  return reply;
+}
+
+std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
+  auto stream = std::make_unique<Job::Stream>();
+  stream->socket = socket_;
+  stream->rw = impl_->stub->Job(&stream->context);
+  v1::JobRequest req;
+  v1::Register* r = req.mutable_register_();
+  r->set_protocol_version(o.protocol_version);
+  r->set_dataset(o.dataset);
+  r->set_name(o.name);
+  r->mutable_ids()->Add(o.ids.begin(), o.ids.end());
+  r->set_batch_size(o.batch_size);
+  r->set_epochs(o.epochs);
+  r->set_prefetch(o.prefetch);
+  r->set_drop_last(o.drop_last);
+  r->set_resume(o.resume);
+  r->set_resume_epoch(o.resume_epoch);
+  r->mutable_resume_consumed()->Add(o.resume_consumed.begin(), o.resume_consumed.end());
+  v1::JobReply reply;
+  if (!stream->rw->Write(req) || !stream->rw->Read(&reply) || !reply.has_registered()) {
+    stream->rw->WritesDone();
+    const grpc::Status s = stream->rw->Finish();
+    throw to_error(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the daemon did not register the job") : s,
+                   socket_);
+  }
+  const v1::Registered& reg = reply.registered();
+  std::shared_ptr<ArenaView> arena = impl_->arenas[reg.arena()].lock();
+  if (!arena) {
+    try {
+      arena = std::make_shared<ArenaView>(reg.arena(), reg.arena_size());
+    } catch (const std::runtime_error& e) {
+      throw ClientError(static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION), e.what());
+    }
+    impl_->arenas[reg.arena()] = arena;
+  }
+  return std::unique_ptr<Job>(new Job(std::move(stream), reg, std::move(arena)));
+}
+
+Job::Job(std::unique_ptr<Stream> stream, v1::Registered registered, std::shared_ptr<ArenaView> arena)
+    : stream_(std::move(stream)), registered_(std::move(registered)), arena_(std::move(arena)) {}
+
+Job::~Job() { close(); }
+
+void Job::close() {
+  if (!stream_ || finished_) return;
+  finished_ = true;
+  stream_->context.TryCancel();
+  stream_->rw->Finish();
+}
+
+bool Job::next(Batch* out) {
+  if (finished_) return false;
+  v1::JobReply reply;
+  if (!stream_->rw->Read(&reply)) {
+    finished_ = true;
+    const grpc::Status s = stream_->rw->Finish();
+    throw to_error(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended unexpectedly") : s,
+                   stream_->socket);
+  }
+  if (reply.has_end()) {
+    finished_ = true;
+    stream_->rw->WritesDone();
+    stream_->rw->Finish();
+    if (reply.end().code() != 0) throw ClientError(reply.end().code(), reply.end().message());
+    return false;
+  }
+  const v1::Batch& b = reply.batch();
+  out->seq = b.seq();
+  out->epoch = b.epoch();
+  out->last_of_epoch = b.last_of_epoch();
+  out->items.clear();
+  out->items.reserve(b.ids_size());
+  for (int i = 0; i < b.ids_size(); ++i) {
+    if (b.offsets(i) + b.lengths(i) > arena_->size()) {
+      throw ClientError(static_cast<int>(grpc::StatusCode::INTERNAL), "item descriptor outside the arena");
+    }
+    out->items.push_back(ItemView{b.ids(i), b.labels(i), arena_->data() + b.offsets(i), b.lengths(i)});
+  }
+  return true;
+}
+
+void Job::ack(const Batch& batch) {
+  if (finished_) return;
+  v1::JobRequest req;
+  req.mutable_ack()->set_seq(batch.seq);
+  stream_->rw->Write(req);
+}
+
+}  // namespace joader

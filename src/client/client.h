@@ -1,0 +1,113 @@
+// The C++ client of the Joader daemon: datasets, status, and jobs whose batches are read in place
+// from the daemon's shared-memory arena (mapped read-only). The Python package wraps this.
+//
+//   joader::Client client;                                  // $JOADER_SOCKET or the default path
+//   auto job = client.open_job({.dataset = "imagenet", .batch_size = 256, .epochs = 90});
+//   joader::Batch b;
+//   while (job->next(&b)) { use(b.items); job->ack(b); }  // items point into the arena until ack
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "joader.pb.h"
+
+namespace joader {
+
+inline constexpr uint32_t kClientProtocolVersion = 1;
+
+// A failed call: `code` is the gRPC status code (e.g. 5 NOT_FOUND, 14 UNAVAILABLE), the message
+// one line for the user.
+class ClientError : public std::runtime_error {
+ public:
+  ClientError(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+struct JobOptions {
+  std::string dataset;
+  std::string name;                // default: chosen by the daemon
+  std::vector<uint32_t> ids;       // the subset; empty = every item
+  uint32_t batch_size = 1;
+  uint32_t epochs = 1;             // 0 = unbounded
+  uint32_t prefetch = 4;           // batches decided ahead
+  bool drop_last = false;
+  // Resume mid-epoch: start in `resume_epoch` with `resume_consumed` already consumed.
+  bool resume = false;
+  uint32_t resume_epoch = 0;
+  std::vector<uint32_t> resume_consumed;
+  uint32_t protocol_version = kClientProtocolVersion;  // tests only: to check the daemon refuses others
+};
+
+struct ItemView {
+  uint32_t id;
+  int64_t label;
+  const uint8_t* data;  // in the arena; valid until the batch is acknowledged
+  uint64_t size;
+};
+
+struct Batch {
+  uint64_t seq = 0;
+  uint32_t epoch = 0;
+  bool last_of_epoch = false;
+  std::vector<ItemView> items;
+};
+
+class ArenaView;
+
+class Job {
+ public:
+  ~Job();  // closes the stream: the daemon releases the job at once
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  // Blocks for the next batch; false once every epoch was delivered. Throws ClientError (the
+  // daemon's message, e.g. a corrupt item or "server shutting down").
+  bool next(Batch* out);
+  // Releases the batch's items in the daemon; their bytes may be overwritten afterwards.
+  void ack(const Batch& batch);
+  const v1::Registered& registered() const { return registered_; }
+  // Ends the job now (also done by the destructor).
+  void close();
+
+ private:
+  friend class Client;
+  struct Stream;
+  Job(std::unique_ptr<Stream> stream, v1::Registered registered, std::shared_ptr<ArenaView> arena);
+  std::unique_ptr<Stream> stream_;
+  v1::Registered registered_;
+  std::shared_ptr<ArenaView> arena_;
+  bool finished_ = false;
+};
+
+class Client {
+ public:
+  // Connects to the daemon at `socket` (default: default_socket_path()). Cheap: the connection is
+  // made on the first call. Throws ClientError if no daemon listens there.
+  explicit Client(std::string socket = "");
+  ~Client();
+
+  const std::string& socket() const { return socket_; }
+
+  v1::DatasetInfo add_dataset(v1::AddDatasetRequest request, const std::function<void(uint64_t)>& progress = {});
+  std::vector<v1::DatasetInfo> list_datasets();
+  void remove_dataset(const std::string& name);
+  v1::StatusReply status();
+  std::unique_ptr<Job> open_job(const JobOptions& options);
+
+ private:
+  struct Impl;
+  std::string socket_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace joader

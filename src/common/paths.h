@@ -1,0 +1,15 @@
+// Where the daemon's socket lives (DESIGN §5): $JOADER_SOCKET if set, else
+// $XDG_RUNTIME_DIR/joader.sock, else /tmp/joader-$UID/joader.sock.
+#pragma once
+
+#include <string>
+
+namespace joader {
+
+std::string default_socket_path();
+
+// Creates the socket's parent directory 0700 if missing; throws std::runtime_error if it exists
+// but belongs to another user or is open to group/others (someone else could swap the socket).
+void prepare_socket_dir(const std::string& socket_path);
+
+}  // namespace joader

@@ -1,0 +1,129 @@
+#include "server/arena.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace joader {
+namespace {
+
+std::string prefix() { return "joader-" + std::to_string(getuid()) + "-"; }
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+SharedArena::SharedArena(uint64_t size) : size_(size) {
+  static std::atomic<int> counter{0};
+  name_ = "/" + prefix() + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  const int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) fail("cannot create shared memory " + name_);
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    const int err = errno;
+    close(fd);
+    shm_unlink(name_.c_str());
+    errno = err;
+    fail("cannot size shared memory " + name_ + " to " + std::to_string(size) + " bytes");
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    shm_unlink(name_.c_str());
+    errno = err;
+    fail("cannot map shared memory " + name_);
+  }
+  data_ = static_cast<uint8_t*>(p);
+}
+
+SharedArena::~SharedArena() {
+  munmap(data_, size_);
+  shm_unlink(name_.c_str());
+}
+
+int SharedArena::remove_stale() {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return 0;
+  const std::string mine = prefix();
+  int removed = 0;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.rfind(mine, 0) != 0) continue;
+    const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + mine.size(), nullptr, 10));
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      removed += shm_unlink(("/" + name).c_str()) == 0;
+    }
+  }
+  closedir(dir);
+  return removed;
+}
+
+ArenaView::ArenaView(const std::string& name, uint64_t size) : size_(size) {
+  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) fail("cannot open the daemon's shared memory " + name);
+  void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    errno = err;
+    fail("cannot map the daemon's shared memory " + name);
+  }
+  data_ = static_cast<const uint8_t*>(p);
+}
+
+ArenaView::~ArenaView() { munmap(const_cast<uint8_t*>(data_), size_); }
+
+ArenaAllocator::ArenaAllocator(uint64_t size) : free_bytes_(size / kAlign * kAlign) {
+  if (free_bytes_ > 0) {
+    by_offset_[0] = free_bytes_;
+    by_size_.insert({free_bytes_, 0});
+  }
+}
+
+std::optional<uint64_t> ArenaAllocator::allocate(uint64_t n) {
+  n = rounded(n);
+  auto it = by_size_.lower_bound({n, 0});
+  if (it == by_size_.end()) return std::nullopt;
+  const auto [size, offset] = *it;
+  by_size_.erase(it);
+  by_offset_.erase(offset);
+  if (size > n) {
+    by_offset_[offset + n] = size - n;
+    by_size_.insert({size - n, offset + n});
+  }
+  free_bytes_ -= n;
+  return offset;
+}
+
+void ArenaAllocator::free(uint64_t offset, uint64_t n) {
+  n = rounded(n);
+  free_bytes_ += n;
+  auto next = by_offset_.lower_bound(offset);
+  if (next != by_offset_.end() && offset + n == next->first) {  // merge with the block after
+    n += next->second;
+    by_size_.erase({next->second, next->first});
+    next = by_offset_.erase(next);
+  }
+  if (next != by_offset_.begin()) {  // merge with the block before
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      by_size_.erase({prev->second, prev->first});
+      offset = prev->first;
+      n += prev->second;
+      by_offset_.erase(prev);
+    }
+  }
+  by_offset_[offset] = n;
+  by_size_.insert({n, offset});
+}
+
+}  // namespace joader

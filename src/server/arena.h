@@ -1,0 +1,71 @@
+// The shared-memory arena: one POSIX shared-memory object per daemon, created 0600, mapped
+// read-write by the daemon and read-only by its clients. Prepared items live here; clients read
+// them in place through the offsets carried by batch descriptors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace joader {
+
+class SharedArena {
+ public:
+  // Creates and maps a new object named "/joader-<uid>-<pid>-<n>" of `size` bytes.
+  // Throws std::runtime_error (with errno text) on failure.
+  explicit SharedArena(uint64_t size);
+  ~SharedArena();  // unmaps and unlinks
+  SharedArena(const SharedArena&) = delete;
+  SharedArena& operator=(const SharedArena&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint64_t size() const { return size_; }
+  uint8_t* data() { return data_; }
+
+  // Unlinks arenas of this user left by daemons that no longer run (their pid is gone).
+  // Returns how many were removed.
+  static int remove_stale();
+
+ private:
+  std::string name_;
+  uint64_t size_;
+  uint8_t* data_ = nullptr;
+};
+
+// A read-only mapping of a daemon's arena, for clients.
+class ArenaView {
+ public:
+  ArenaView(const std::string& name, uint64_t size);
+  ~ArenaView();
+  ArenaView(const ArenaView&) = delete;
+  ArenaView& operator=(const ArenaView&) = delete;
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  uint64_t size_;
+  const uint8_t* data_ = nullptr;
+};
+
+// Offsets inside the arena: best fit over free blocks, coalescing on free; O(log n) per call.
+// Blocks are multiples of kAlign bytes, so equal-size items (decode + crop) never fragment.
+class ArenaAllocator {
+ public:
+  static constexpr uint64_t kAlign = 64;
+  explicit ArenaAllocator(uint64_t size);
+
+  static uint64_t rounded(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+  // An offset for rounded(n) bytes, or nullopt if no free block is large enough.
+  std::optional<uint64_t> allocate(uint64_t n);
+  void free(uint64_t offset, uint64_t n);
+  uint64_t free_bytes() const { return free_bytes_; }
+
+ private:
+  std::map<uint64_t, uint64_t> by_offset_;             // offset -> size
+  std::set<std::pair<uint64_t, uint64_t>> by_size_;    // (size, offset)
+  uint64_t free_bytes_;
+};
+
+}  // namespace joader

@@ -1,0 +1,653 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <random>
+
+namespace joader {
+
+using Clock = std::chrono::steady_clock;
+
+struct Engine::Dataset {
+  uint32_t index;
+  v1::AddDatasetRequest spec;
+  std::unique_ptr<Source> source;
+  PrepSpec prep;
+  uint64_t item_bytes;  // arena bytes reserved per decided item (rounded; the largest item if raw)
+  std::unique_ptr<Sampler> sampler;
+  std::map<JobSlot, Job*> jobs;
+  uint64_t skipped = 0;
+
+  bool skip_bad_items() const { return spec.on_error() == "skip"; }
+};
+
+struct Engine::Job {
+  JobId id;
+  std::string name;
+  Dataset* ds;
+  JobSlot slot;
+  uint32_t batch, epochs, prefetch;
+  bool drop_last;
+  uint64_t subset_size;
+
+  std::deque<Entry> pending;                      // decided, not yet sent, in decision order
+  std::map<uint64_t, std::vector<Entry>> sent;    // seq -> delivered, not yet acknowledged
+  uint64_t next_seq = 0;
+  uint64_t queued = 0;                            // pending + sent items
+
+  double credit = 0, rate = 0;                    // pacing: items of credit, items/s
+  uint64_t acked_in_window = 0;
+  Clock::time_point window_start = Clock::now();
+
+  uint64_t delivered = 0, delivered_in_epoch = 0;
+  uint32_t epoch = 0;
+  bool closed = false;
+  std::optional<EngineError> failure;
+  std::condition_variable cv;
+};
+
+Engine::Engine(EngineOptions options)
+    : options_(std::move(options)), arena_(options_.cache_bytes), allocator_(options_.cache_bytes) {
+  PolicyContext ctx;
+  ctx.signature = [this](CacheKey k) -> uint64_t {
+    const Dataset* ds = dataset_by_index_[key_dataset(k)];
+    return ds == nullptr ? 0 : ds->sampler->sets().signature(key_item(k));
+  };
+  ctx.request_rate = [this](uint32_t dataset, uint64_t sig) {
+    const Dataset* ds = dataset_by_index_[dataset];
+    double rate = 0;
+    for (uint64_t rest = sig; ds != nullptr && rest != 0; rest &= rest - 1) {
+      const JobSlot slot = std::countr_zero(rest);
+      auto it = ds->jobs.find(slot);
+      if (it != ds->jobs.end()) rate += it->second->rate / double(ds->sampler->sets().size(slot));
+    }
+    return rate;
+  };
+  try {
+    cache_ = std::make_unique<Cache>(allocator_.free_bytes(), make_policy(options_.policy, ctx));
+  } catch (const std::invalid_argument& e) {
+    throw EngineError(EngineError::kInvalidArgument, e.what());
+  }
+  cache_->set_eviction_listener([this](CacheKey k) {
+    auto it = resident_.find(k);
+    allocator_.free(it->second.offset, it->second.length);
+    resident_.erase(it);
+  });
+  use_single_threaded_prep();
+  const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
+  dispatcher_ = std::thread([this] { dispatch_loop(); });
+}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [id, job] : jobs_) fail_job(*job, EngineError::kUnavailable, "server shutting down");
+  }
+  loader_cv_.notify_all();
+  space_cv_.notify_all();
+  dispatch_cv_.notify_all();
+  if (dispatcher_.joinable()) dispatcher_.join();
+  for (auto& t : loaders_) t.join();
+  loaders_.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Datasets
+
+v1::DatasetInfo Engine::info(const Dataset& ds) const {
+  v1::DatasetInfo out;
+  out.set_name(ds.spec.name());
+  out.set_source(ds.spec.source());
+  out.set_prep(ds.prep.describe());
+  out.set_items(ds.source->size());
+  for (const std::string& c : ds.source->classes()) out.add_classes(c);
+  if (!ds.prep.raw) {
+    out.set_height(ds.prep.crop);
+    out.set_width(ds.prep.crop);
+    out.set_channels(3);
+  }
+  out.set_raw(ds.prep.raw);
+  out.set_on_error(ds.skip_bad_items() ? "skip" : "fail");
+  out.set_skipped(ds.skipped);
+  out.set_active_jobs(ds.jobs.size());
+  return out;
+}
+
+static bool same_spec(const v1::AddDatasetRequest& a, const v1::AddDatasetRequest& b) {
+  return a.source() == b.source() && a.raw() == b.raw() && a.resize() == b.resize() && a.crop() == b.crop() &&
+         (a.on_error() == "skip") == (b.on_error() == "skip");
+}
+
+v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress) {
+  if (req.protocol_version() != kProtocolVersion) {
+    throw EngineError(EngineError::kFailedPrecondition,
+                      "client speaks protocol version " + std::to_string(req.protocol_version()) +
+                          ", this daemon speaks " + std::to_string(kProtocolVersion));
+  }
+  if (req.name().empty()) throw EngineError(EngineError::kInvalidArgument, "a dataset needs a name");
+  if (req.on_error() != "" && req.on_error() != "fail" && req.on_error() != "skip") {
+    throw EngineError(EngineError::kInvalidArgument, "--on-error must be 'fail' or 'skip', not '" + req.on_error() + "'");
+  }
+  if (req.raw() && (req.crop() != 0 || req.resize() != 0)) {
+    throw EngineError(EngineError::kInvalidArgument, "--raw passes bytes through: it cannot be combined with --resize/--crop");
+  }
+  if (!req.raw() && req.crop() == 0) {
+    throw EngineError(EngineError::kInvalidArgument,
+                      "choose a prep: --raw, or --crop C (with an optional --resize S) to decode into C×C RGB arrays");
+  }
+  auto check_duplicate = [&]() -> std::optional<v1::DatasetInfo> {
+    auto it = datasets_.find(req.name());
+    if (it == datasets_.end()) return std::nullopt;
+    if (same_spec(it->second->spec, req)) return info(*it->second);
+    throw EngineError(EngineError::kAlreadyExists, "dataset '" + req.name() + "' already exists with source " +
+                                                       it->second->spec.source() + " (" + it->second->prep.describe() +
+                                                       "); remove it first or choose another name");
+  };
+  {
+    std::lock_guard lk(mu_);
+    if (auto existing = check_duplicate()) return *existing;
+  }
+
+  auto ds = std::make_unique<Dataset>();
+  ds->spec = req;
+  ds->prep.raw = req.raw();
+  ds->prep.resize = req.resize();
+  ds->prep.crop = req.crop();
+  try {
+    ds->source = open_source(req.source(), progress);  // indexing: outside the lock
+  } catch (const SourceError& e) {
+    throw EngineError(EngineError::kInvalidArgument, e.what());
+  }
+  const size_t n = ds->source->size();
+  uint64_t largest = prepared_size(ds->prep);
+  if (ds->prep.raw) {
+    for (uint32_t i = 0; i < n; ++i) largest = std::max(largest, ds->source->item(i).size);
+    if (largest == 0) largest = 1 << 20;  // sizes unknown until read (synthetic): reserve 1 MiB per item
+  }
+  ds->item_bytes = ArenaAllocator::rounded(std::max<uint64_t>(largest, 1));
+
+  std::lock_guard lk(mu_);
+  if (auto existing = check_duplicate()) return *existing;  // added meanwhile by another client
+  if (ds->item_bytes > cache_->capacity()) {
+    throw EngineError(EngineError::kResourceExhausted,
+                      "an item of dataset '" + req.name() + "' needs " + std::to_string(ds->item_bytes) +
+                          " bytes, more than the whole cache (" + std::to_string(cache_->capacity()) +
+                          " bytes): start the daemon with a larger --cache-size");
+  }
+  ds->index = static_cast<uint32_t>(dataset_by_index_.size());
+  ds->sampler = make_sampler(options_.sampler, static_cast<uint32_t>(n), std::random_device{}());
+  ds->sampler->set_observer(cache_->observer_for(ds->index));
+  dataset_by_index_.push_back(ds.get());
+  auto& slot = datasets_[req.name()] = std::move(ds);
+  return info(*slot);
+}
+
+std::vector<v1::DatasetInfo> Engine::list_datasets() {
+  std::lock_guard lk(mu_);
+  std::vector<v1::DatasetInfo> out;
+  for (const auto& [name, ds] : datasets_) out.push_back(info(*ds));
+  return out;
+}
+
+void Engine::remove_dataset(const std::string& name) {
+  std::lock_guard lk(mu_);
+  auto it = datasets_.find(name);
+  if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, "unknown dataset '" + name + "'");
+  Dataset& ds = *it->second;
+  if (!ds.jobs.empty()) {
+    throw EngineError(EngineError::kFailedPrecondition, "dataset '" + name + "' has " +
+                                                            std::to_string(ds.jobs.size()) + " active job(s)");
+  }
+  for (auto r = resident_.begin(); r != resident_.end();) {  // free its cached items now
+    const CacheKey k = (r++)->first;
+    if (key_dataset(k) == ds.index && cache_->pins(k) == 0) {
+      const Resident res = resident_[k];
+      cache_->erase(k);
+      allocator_.free(res.offset, res.length);
+      resident_.erase(k);
+    }
+  }
+  // Loads still in flight may point at the dataset: keep the object, forget the name.
+  dataset_by_index_[ds.index] = nullptr;
+  retired_.push_back(std::move(it->second));
+  datasets_.erase(it);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs
+
+Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
+  if (req.protocol_version() != kProtocolVersion) {
+    throw EngineError(EngineError::kFailedPrecondition,
+                      "client speaks protocol version " + std::to_string(req.protocol_version()) +
+                          ", this daemon speaks " + std::to_string(kProtocolVersion));
+  }
+  if (req.batch_size() == 0) throw EngineError(EngineError::kInvalidArgument, "batch size must be at least 1");
+  std::lock_guard lk(mu_);
+  if (stopping_) throw EngineError(EngineError::kUnavailable, "server shutting down");
+  auto dit = datasets_.find(req.dataset());
+  if (dit == datasets_.end()) {
+    std::string known;
+    for (const auto& [name, ds] : datasets_) known += (known.empty() ? "" : ", ") + name;
+    throw EngineError(EngineError::kNotFound, "unknown dataset '" + req.dataset() + "' (known: " +
+                                                  (known.empty() ? "none; add one with `joader dataset add`" : known) + ")");
+  }
+  Dataset& ds = *dit->second;
+  const uint64_t batch_bytes = uint64_t{req.batch_size()} * ds.item_bytes;
+  if (batch_bytes > cache_->capacity()) {
+    throw EngineError(EngineError::kResourceExhausted,
+                      "one batch of " + std::to_string(req.batch_size()) + " items of " + std::to_string(ds.item_bytes) +
+                          " bytes needs " + std::to_string(batch_bytes) + " bytes, more than the cache (" +
+                          std::to_string(cache_->capacity()) + " bytes): use a smaller batch or a larger --cache-size");
+  }
+  std::vector<ItemId> subset(req.ids().begin(), req.ids().end());
+  if (subset.empty()) {
+    subset.resize(ds.source->size());
+    std::iota(subset.begin(), subset.end(), ItemId{0});
+  }
+  const uint64_t subset_size = subset.size();
+  std::vector<ItemId> consumed(req.resume_consumed().begin(), req.resume_consumed().end());
+  JobSlot slot;
+  try {
+    slot = ds.sampler->add_job(std::move(subset), req.epochs(), req.resume() ? req.resume_epoch() : 0, consumed);
+  } catch (const SamplerError& e) {
+    const bool full = std::string(e.what()).rfind("too many jobs", 0) == 0;
+    throw EngineError(full ? EngineError::kResourceExhausted : EngineError::kInvalidArgument, e.what());
+  }
+  auto job = std::make_shared<Job>();
+  job->id = next_job_id_++;
+  job->name = req.name().empty() ? "job-" + std::to_string(job->id) : req.name();
+  job->ds = &ds;
+  job->slot = slot;
+  job->batch = req.batch_size();
+  job->epochs = req.epochs();
+  job->prefetch = req.prefetch() == 0 ? 4 : req.prefetch();
+  job->drop_last = req.drop_last();
+  job->subset_size = subset_size;
+  job->epoch = ds.sampler->epoch(slot);
+  if (req.resume() && job->epoch == req.resume_epoch()) job->delivered_in_epoch = consumed.size();
+  ds.jobs[slot] = job.get();
+  jobs_[job->id] = job;
+
+  reply->set_job(job->name);
+  reply->set_arena(arena_.name());
+  reply->set_arena_size(arena_.size());
+  reply->set_items_per_epoch(subset_size);
+  if (!ds.prep.raw) {
+    reply->set_height(ds.prep.crop);
+    reply->set_width(ds.prep.crop);
+    reply->set_channels(3);
+  }
+  dispatch_cv_.notify_all();
+  return job->id;
+}
+
+std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, "no such job");
+  return it->second;
+}
+
+uint64_t Engine::reservation(const Job& j) const {
+  return (j.queued + j.batch - 1) / j.batch * j.batch * j.ds->item_bytes;
+}
+
+void Engine::set_queued(Job& j, uint64_t queued) {
+  reserved_bytes_ -= reservation(j);
+  j.queued = queued;
+  reserved_bytes_ += reservation(j);
+}
+
+bool Engine::can_take(const Job& j) const {
+  if (j.closed || j.failure || j.ds->sampler->finished(j.slot)) return false;
+  if (j.queued >= uint64_t{j.prefetch} * j.batch) return false;
+  // Starting a new batch reserves a whole batch of arena space.
+  return j.queued % j.batch != 0 || reserved_bytes_ + uint64_t{j.batch} * j.ds->item_bytes <= cache_->capacity();
+}
+
+void Engine::dispatch_loop() {
+  std::unique_lock lk(mu_);
+  auto last = Clock::now();
+  while (!stopping_) {
+    dispatch_cv_.wait_for(lk, options_.tick);
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - last).count();
+    last = now;
+    for (Dataset* ds : dataset_by_index_) {
+      if (ds != nullptr && !ds->jobs.empty()) pace(*ds, dt);
+    }
+  }
+}
+
+void Engine::pace(Dataset& ds, double dt) {
+  const auto now = Clock::now();
+  std::vector<double> rates;
+  for (auto& [slot, j] : ds.jobs) {
+    const double window = std::chrono::duration<double>(now - j->window_start).count();
+    // Consumption rate: a moving average of acknowledged items/s over 200 ms windows; a new job
+    // gets its first estimate as soon as it has acknowledged two batches.
+    const bool first = j->rate == 0 && j->acked_in_window >= 2 * j->batch && window >= 0.02;
+    if (window >= 0.2 || first) {
+      const double instant = double(j->acked_in_window) / window;
+      j->rate = j->rate == 0 ? instant : 0.7 * j->rate + 0.3 * instant;
+      j->acked_in_window = 0;
+      j->window_start = now;
+    }
+    if (j->rate > 0) rates.push_back(j->rate);
+  }
+  double median = 0;
+  if (!rates.empty()) {
+    std::nth_element(rates.begin(), rates.begin() + rates.size() / 2, rates.end());
+    median = rates[rates.size() / 2];
+  }
+  std::vector<JobSlot> ready;
+  for (auto& [slot, j] : ds.jobs) {
+    const double rate = j->rate > 0 ? j->rate : median;
+    j->credit = std::min(j->credit + rate * dt, double(j->batch));
+    if (j->queued < j->batch) j->credit = std::max(j->credit, double(j->batch - j->queued));  // catch up
+  }
+  // A round starts when some job has a whole item of credit; every job with positive credit joins
+  // it (borrowing up to one item), so jobs of equal speed stay in the same rounds even when their
+  // credits differ by a fraction.
+  for (;;) {
+    ready.clear();
+    bool due = false;
+    for (auto& [slot, j] : ds.jobs) {
+      if (j->credit > 0 && can_take(*j)) {
+        ready.push_back(slot);
+        due = due || j->credit >= 1.0;
+      }
+    }
+    if (!due) return;
+    decide_round(ds, ready);
+  }
+}
+
+void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
+  std::vector<Decision> decisions;
+  ds.sampler->round(ready, decisions);
+  for (const Decision& d : decisions) {
+    Job& j = *ds.jobs.at(d.job);
+    const bool last = ds.sampler->epoch(d.job) > d.epoch;
+    j.pending.push_back(Entry{d.item, ds.source->item(d.item).label, d.epoch, last});
+    Entry* e = &j.pending.back();
+    j.credit -= 1.0;
+    set_queued(j, j.queued + 1);
+    const CacheKey key = cache_key(ds.index, d.item);
+    if (auto l = loads_.find(key); l != loads_.end()) {
+      l->second.waiters.push_back({&j, e});
+    } else if (cache_->contains(key)) {
+      cache_->touch(key);
+      cache_->pin(key);
+      const Resident& r = resident_.at(key);
+      e->state = Entry::kReady;
+      e->offset = r.offset;
+      e->length = r.length;
+      ++n_hits_;
+      j.cv.notify_all();
+    } else {
+      loads_[key] = Load{&ds, d.item, {{&j, e}}};
+      tasks_.push_back(key);
+      ++n_loads_;
+      loader_cv_.notify_one();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loaders
+
+void Engine::loader_loop() {
+  std::vector<uint8_t> raw, prepared;
+  std::unique_lock lk(mu_);
+  for (;;) {
+    loader_cv_.wait(lk, [this] { return stopping_ || !tasks_.empty(); });
+    if (stopping_) return;
+    const CacheKey key = tasks_.front();
+    tasks_.pop_front();
+    const Load& load = loads_.at(key);
+    Dataset* ds = load.dataset;
+    const ItemId item = load.item;
+    lk.unlock();
+    std::string error;
+    try {
+      ds->source->read(item, raw);
+      prepare(ds->prep, raw, prepared);
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.rfind("item ", 0) != 0) {
+        error = "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): " + error;
+      }
+    }
+    lk.lock();
+    if (!error.empty()) {
+      finish_load(key, nullptr, error);
+      continue;
+    }
+    // Room in the arena: reservations guarantee it once unpinned items are evicted; with
+    // variable-size items fragmentation may still need a wait for pins to be released.
+    const uint64_t size = prepared.size();
+    const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
+    std::optional<uint64_t> offset;
+    while (!stopping_) {
+      if (cache_->make_room(rsize)) {
+        offset = allocator_.allocate(rsize);
+        if (offset || cache_->evict_one()) {
+          if (offset) break;
+          continue;
+        }
+      }
+      space_cv_.wait_for(lk, std::chrono::milliseconds(100));
+    }
+    if (!offset) return;  // stopping
+    resident_[key] = Resident{*offset, size};
+    cache_->insert(key, rsize);
+    cache_->pin(key);  // nobody may evict it while the bytes are copied in
+    lk.unlock();
+    std::memcpy(arena_.data() + *offset, prepared.data(), size);
+    lk.lock();
+    cache_->unpin(key);
+    finish_load(key, &prepared, "");
+  }
+}
+
+void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error) {
+  auto it = loads_.find(key);
+  Load load = std::move(it->second);
+  loads_.erase(it);
+  if (bytes == nullptr) {  // every job that was to receive the item misses it: count each
+    load.dataset->skipped += load.waiters.size();
+    n_skipped_ += load.waiters.size();
+    for (auto [job, entry] : load.waiters) {
+      entry->state = Entry::kFailed;
+      if (load.dataset->skip_bad_items()) {
+        job->cv.notify_all();
+      } else {
+        fail_job(*job, EngineError::kDataLoss, error);
+      }
+    }
+    return;
+  }
+  const Resident& r = resident_.at(key);
+  for (auto [job, entry] : load.waiters) {
+    cache_->pin(key);
+    entry->state = Entry::kReady;
+    entry->offset = r.offset;
+    entry->length = r.length;
+    job->cv.notify_all();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery
+
+// A batch is ready when the next `batch` deliverable entries are prepared, or the entries up to
+// the end of the epoch are. Entries that failed under --on-error skip are passed over.
+bool Engine::batch_ready(Job& j, size_t* take) {
+  uint32_t ready = 0;
+  for (size_t n = 0; n < j.pending.size(); ++n) {
+    const Entry& e = j.pending[n];
+    if (e.state == Entry::kLoading) return false;
+    if (e.state == Entry::kReady) ++ready;
+    if (ready == j.batch || e.last_of_epoch) {
+      *take = n + 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Engine::next_batch(JobId id, BatchOut* out) {
+  std::unique_lock lk(mu_);
+  std::shared_ptr<Job> job = find_job(id);
+  Job& j = *job;
+  for (;;) {
+    if (j.failure) throw *j.failure;
+    if (j.closed) throw EngineError(EngineError::kUnavailable, "job closed");
+    size_t take = 0;
+    if (batch_ready(j, &take)) {
+      out->ids.clear();
+      out->labels.clear();
+      out->offsets.clear();
+      out->lengths.clear();
+      std::vector<Entry> delivered;
+      uint64_t dropped = 0;
+      const bool last = j.pending[take - 1].last_of_epoch;
+      out->epoch = j.pending[take - 1].epoch;
+      for (size_t i = 0; i < take; ++i) {
+        const Entry& e = j.pending.front();
+        if (e.state == Entry::kReady) {
+          delivered.push_back(e);
+        } else {
+          ++dropped;
+        }
+        j.pending.pop_front();
+      }
+      if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
+        for (const Entry& e : delivered) cache_->unpin(cache_key(j.ds->index, e.item));
+        set_queued(j, j.queued - dropped - delivered.size());
+        if (last) {
+          ++j.epoch;
+          j.delivered_in_epoch = 0;
+        }
+        space_cv_.notify_all();
+        continue;
+      }
+      set_queued(j, j.queued - dropped);
+      out->seq = j.next_seq++;
+      out->last_of_epoch = last;
+      for (const Entry& e : delivered) {
+        out->ids.push_back(e.item);
+        out->labels.push_back(e.label);
+        out->offsets.push_back(e.offset);
+        out->lengths.push_back(e.length);
+      }
+      n_deliveries_ += delivered.size();
+      j.delivered += delivered.size();
+      j.epoch = out->epoch;
+      j.delivered_in_epoch += delivered.size();
+      if (last) {
+        ++j.epoch;
+        j.delivered_in_epoch = 0;
+      }
+      j.sent[out->seq] = std::move(delivered);
+      return true;
+    }
+    if (j.ds->sampler->finished(j.slot) && j.pending.empty() && j.sent.empty()) return false;
+    j.cv.wait(lk);
+  }
+}
+
+void Engine::ack(JobId id, uint64_t seq) {
+  std::lock_guard lk(mu_);
+  std::shared_ptr<Job> job = find_job(id);
+  auto it = job->sent.find(seq);
+  if (it == job->sent.end()) {
+    throw EngineError(EngineError::kInvalidArgument, "acknowledgement of unknown batch " + std::to_string(seq));
+  }
+  for (const Entry& e : it->second) cache_->unpin(cache_key(job->ds->index, e.item));
+  set_queued(*job, job->queued - it->second.size());
+  job->acked_in_window += it->second.size();
+  job->sent.erase(it);
+  job->cv.notify_all();
+  space_cv_.notify_all();
+}
+
+void Engine::fail_job(Job& j, EngineError::Code code, const std::string& message) {
+  if (!j.failure) j.failure = EngineError(code, message);
+  j.cv.notify_all();
+}
+
+void Engine::release(Job& j) {
+  j.closed = true;
+  for (auto& [key, load] : loads_) {
+    std::erase_if(load.waiters, [&j](const auto& w) { return w.first == &j; });
+  }
+  const uint32_t ds = j.ds->index;
+  for (const Entry& e : j.pending) {
+    if (e.state == Entry::kReady) cache_->unpin(cache_key(ds, e.item));
+  }
+  for (const auto& [seq, entries] : j.sent) {
+    for (const Entry& e : entries) cache_->unpin(cache_key(ds, e.item));
+  }
+  j.pending.clear();
+  j.sent.clear();
+  set_queued(j, 0);
+  j.ds->sampler->remove_job(j.slot);
+  j.ds->jobs.erase(j.slot);
+  jobs_.erase(j.id);
+  j.cv.notify_all();
+  space_cv_.notify_all();
+}
+
+void Engine::close_job(JobId id) {
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  std::shared_ptr<Job> keep = it->second;
+  release(*keep);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Status
+
+v1::StatusReply Engine::status() {
+  std::lock_guard lk(mu_);
+  v1::StatusReply out;
+  out.set_loads(n_loads_);
+  out.set_deliveries(n_deliveries_);
+  out.set_hits(n_hits_);
+  out.set_evictions(cache_->evictions());
+  out.set_cache_bytes(cache_->used());
+  out.set_cache_capacity(cache_->capacity());
+  out.set_pinned_bytes(cache_->pinned_units());
+  out.set_skipped(n_skipped_);
+  out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
+  out.set_policy(options_.policy);
+  out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
+  for (const auto& [name, ds] : datasets_) *out.add_datasets() = info(*ds);
+  for (const auto& [id, j] : jobs_) {
+    v1::JobStatus* s = out.add_jobs();
+    s->set_name(j->name);
+    s->set_dataset(j->ds->spec.name());
+    s->set_subset_size(j->subset_size);
+    s->set_epoch(j->epoch);
+    s->set_delivered(j->delivered);
+    s->set_delivered_in_epoch(j->delivered_in_epoch);
+    s->set_items_per_second(j->rate);
+    s->set_queued(j->queued);
+    s->set_batch_size(j->batch);
+    s->set_epochs(j->epochs);
+  }
+  return out;
+}
+
+}  // namespace joader

@@ -1,0 +1,161 @@
+// Engine: the daemon's core, independent of gRPC. It owns the datasets (source, prep spec,
+// sampler), the jobs, the shared-memory arena with its cache, the dispatcher thread that forms
+// sampler rounds in real time, and the loader threads that read and prepare items.
+//
+// Rounds are paced on a virtual clock (DESIGN §5): each job earns credit at its measured
+// consumption rate (a new job starts from the median rate of the others on its dataset); a
+// round starts when a job has credit ≥ 1 and includes every job with positive credit whose
+// decided-but-unacknowledged queue is below `prefetch` batches, so jobs of equal speed land in
+// the same rounds whatever their jitter. A job
+// whose queue falls below one batch gets catch-up credit; a stalled job stops earning credit
+// when its queue is full.
+//
+// Memory: decided items are reserved in whole batches (ceil(queued / B) · B · item bytes per
+// job), and a job starts a new batch only when its reservation fits in the arena. Pinned bytes
+// never exceed reservations, so a decided item can always be loaded (evicting unpinned items)
+// and every reserved batch completes: no deadlock, whatever the number of jobs. A job whose one
+// batch exceeds the arena is refused at registration.
+//
+// Thread safety: every public method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/cache.h"
+#include "joader.pb.h"
+#include "prep/image_prep.h"
+#include "sampler/sampler.h"
+#include "server/arena.h"
+#include "source/source.h"
+
+namespace joader {
+
+// An error for the client: a gRPC-like code and a one-line message.
+class EngineError : public std::runtime_error {
+ public:
+  enum Code { kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition, kResourceExhausted, kDataLoss, kUnavailable };
+  EngineError(Code code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  Code code() const { return code_; }
+
+ private:
+  Code code_;
+};
+
+inline constexpr uint32_t kProtocolVersion = 1;
+
+struct EngineOptions {
+  uint64_t cache_bytes = 512ull << 20;
+  unsigned threads = 0;             // loader threads; 0 = hardware concurrency
+  std::string policy = "refcnt";    // refcnt | lru | fifo | rate
+  std::string sampler = "dsa";      // dsa | independent (benchmark baseline)
+  std::chrono::microseconds tick{1000};
+};
+
+struct BatchOut {
+  uint64_t seq = 0;
+  uint32_t epoch = 0;
+  bool last_of_epoch = false;
+  std::vector<uint32_t> ids;
+  std::vector<int64_t> labels;
+  std::vector<uint64_t> offsets, lengths;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const SharedArena& arena() const { return arena_; }
+
+  v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, const std::function<void(size_t)>& progress);
+  std::vector<v1::DatasetInfo> list_datasets();
+  void remove_dataset(const std::string& name);
+  v1::StatusReply status();
+
+  using JobId = uint64_t;
+  // Registers a job; throws EngineError on bad input.
+  JobId open_job(const v1::Register& request, v1::Registered* reply);
+  // Blocks for the job's next batch. Returns false once the job has delivered its last epoch and
+  // every batch is acknowledged; throws EngineError if the job failed (bad item, shutdown).
+  bool next_batch(JobId job, BatchOut* out);
+  void ack(JobId job, uint64_t seq);
+  // Ends the job now: its pins, queue and sampler bit are released at once. Idempotent.
+  void close_job(JobId job);
+  // Fails every job with "server shutting down" and stops the threads.
+  void shutdown();
+
+ private:
+  struct Dataset;
+  struct Job;
+  struct Entry {
+    ItemId item;
+    int64_t label;
+    uint32_t epoch;
+    bool last_of_epoch;
+    enum State { kLoading, kReady, kFailed } state = kLoading;
+    uint64_t offset = 0, length = 0;
+  };
+  struct Load {
+    Dataset* dataset;
+    ItemId item;
+    std::vector<std::pair<Job*, Entry*>> waiters;
+  };
+  struct Resident {
+    uint64_t offset, length;
+  };
+
+  void dispatch_loop();
+  void pace(Dataset& ds, double dt);
+  bool can_take(const Job& j) const;  // may receive an item now, credit aside
+  void decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
+  void loader_loop();
+  void finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error);
+  void set_queued(Job& j, uint64_t queued);
+  uint64_t reservation(const Job& j) const;
+  bool batch_ready(Job& j, size_t* take);
+  void release(Job& j);
+  void fail_job(Job& j, EngineError::Code code, const std::string& message);
+  std::shared_ptr<Job> find_job(JobId id);
+  v1::DatasetInfo info(const Dataset& ds) const;
+
+  const EngineOptions options_;
+  SharedArena arena_;
+  ArenaAllocator allocator_;
+  std::unique_ptr<Cache> cache_;
+  std::unordered_map<CacheKey, Resident> resident_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+
+  std::mutex mu_;
+  std::condition_variable loader_cv_;   // tasks_ non-empty or stopping_
+  std::condition_variable space_cv_;    // pins were released
+  std::condition_variable dispatch_cv_;
+  bool stopping_ = false;
+  std::map<std::string, std::unique_ptr<Dataset>> datasets_;
+  std::vector<Dataset*> dataset_by_index_;            // nullptr once removed
+  std::vector<std::unique_ptr<Dataset>> retired_;     // removed, possibly still referenced by loads
+  std::map<JobId, std::shared_ptr<Job>> jobs_;
+  JobId next_job_id_ = 1;
+  std::unordered_map<CacheKey, Load> loads_;
+  std::deque<CacheKey> tasks_;
+  uint64_t reserved_bytes_ = 0;
+  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0;
+
+  std::thread dispatcher_;
+  std::vector<std::thread> loaders_;
+};
+
+}  // namespace joader

@@ -1,0 +1,123 @@
+#include "server/service.h"
+
+#include <thread>
+
+namespace joader {
+namespace {
+
+grpc::StatusCode to_grpc(EngineError::Code code) {
+  switch (code) {
+    case EngineError::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
+    case EngineError::kNotFound: return grpc::StatusCode::NOT_FOUND;
+    case EngineError::kAlreadyExists: return grpc::StatusCode::ALREADY_EXISTS;
+    case EngineError::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
+    case EngineError::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case EngineError::kDataLoss: return grpc::StatusCode::DATA_LOSS;
+    case EngineError::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
+  }
+  return grpc::StatusCode::UNKNOWN;
+}
+
+grpc::Status to_status(const EngineError& e) { return grpc::Status(to_grpc(e.code()), e.what()); }
+
+}  // namespace
+
+grpc::Status JoaderService::AddDataset(grpc::ServerContext*, const v1::AddDatasetRequest* req,
+                                       grpc::ServerWriter<v1::AddDatasetProgress>* writer) {
+  try {
+    v1::AddDatasetProgress msg;
+    const v1::DatasetInfo info = engine_.add_dataset(*req, [writer](size_t n) {
+      v1::AddDatasetProgress p;
+      p.set_indexed(n);
+      writer->Write(p);
+    });
+    msg.set_indexed(info.items());
+    *msg.mutable_dataset() = info;
+    writer->Write(msg);
+    return grpc::Status::OK;
+  } catch (const EngineError& e) {
+    return to_status(e);
+  }
+}
+
+grpc::Status JoaderService::ListDatasets(grpc::ServerContext*, const v1::ListDatasetsRequest*,
+                                         v1::ListDatasetsReply* reply) {
+  for (const v1::DatasetInfo& d : engine_.list_datasets()) *reply->add_datasets() = d;
+  return grpc::Status::OK;
+}
+
+grpc::Status JoaderService::RemoveDataset(grpc::ServerContext*, const v1::RemoveDatasetRequest* req,
+                                          v1::RemoveDatasetReply*) {
+  try {
+    engine_.remove_dataset(req->name());
+    return grpc::Status::OK;
+  } catch (const EngineError& e) {
+    return to_status(e);
+  }
+}
+
+grpc::Status JoaderService::Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusReply* reply) {
+  *reply = engine_.status();
+  return grpc::Status::OK;
+}
+
+grpc::Status JoaderService::Job(grpc::ServerContext*, grpc::ServerReaderWriter<v1::JobReply, v1::JobRequest>* stream) {
+  v1::JobRequest first;
+  if (!stream->Read(&first)) return grpc::Status(grpc::StatusCode::CANCELLED, "the client left before registering");
+  if (!first.has_register_()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message of a job stream must be Register");
+  }
+  v1::JobReply reply;
+  Engine::JobId id;
+  try {
+    id = engine_.open_job(first.register_(), reply.mutable_registered());
+  } catch (const EngineError& e) {
+    return to_status(e);
+  }
+  if (!stream->Write(reply)) {
+    engine_.close_job(id);
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the client left");
+  }
+  // Acknowledgements arrive on their own thread; the end of the client's half of the stream (a
+  // half-close, a crash, a kill) ends the job at once.
+  std::thread acks([this, stream, id] {
+    v1::JobRequest msg;
+    while (stream->Read(&msg)) {
+      if (!msg.has_ack()) continue;
+      try {
+        engine_.ack(id, msg.ack().seq());
+      } catch (const EngineError&) {
+        // an unknown sequence number: ignore, the batch was already released
+      }
+    }
+    engine_.close_job(id);
+  });
+
+  grpc::Status result = grpc::Status::OK;
+  try {
+    BatchOut b;
+    while (engine_.next_batch(id, &b)) {
+      reply.Clear();
+      v1::Batch* out = reply.mutable_batch();
+      out->set_seq(b.seq);
+      out->set_epoch(b.epoch);
+      out->set_last_of_epoch(b.last_of_epoch);
+      out->mutable_ids()->Add(b.ids.begin(), b.ids.end());
+      out->mutable_labels()->Add(b.labels.begin(), b.labels.end());
+      out->mutable_offsets()->Add(b.offsets.begin(), b.offsets.end());
+      out->mutable_lengths()->Add(b.lengths.begin(), b.lengths.end());
+      if (!stream->Write(reply)) break;
+    }
+  } catch (const EngineError& e) {
+    result = to_status(e);
+  }
+  reply.Clear();
+  reply.mutable_end()->set_code(result.error_code());
+  reply.mutable_end()->set_message(result.error_message());
+  stream->Write(reply);  // the client answers End by half-closing, which ends the ack thread
+  acks.join();
+  engine_.close_job(id);
+  return result;
+}
+
+}  // namespace joader

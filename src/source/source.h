@@ -1,0 +1,84 @@
+// Source: a dataset's items 0..N-1 — where each one's bytes live, its label and the class names —
+// fixed when the source is opened. Item ids mean the same thing as in the user's PyTorch pipeline:
+// for imagefolder, id i is torchvision.datasets.ImageFolder(root).samples[i].
+//
+// Kinds (open_source spec "KIND:ARG"):
+//   imagefolder:DIR   torchvision's ImageFolder layout and order (see open_source).
+//   filelist:FILE     one "path<TAB>label" per line; '#' lines and blank lines ignored; relative
+//                     paths are relative to FILE's directory. No class names.
+//   lmdb:PATH         an LMDB environment (a directory holding data.mdb, or the data file itself),
+//                     read-only. Items are the records of the unnamed database in key order; each
+//                     value is an 8-byte little-endian int64 label followed by the encoded image.
+//                     Records are indexed once, at open: the environment should not change
+//                     while it is open.
+//   synthetic:N[:WxH] N generated JPEGs (default 256x256, quality 90), label id % 10, classes
+//                     "class0".."class9"; image id is synthetic_jpeg(id, W, H), made on each read.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace joader {
+
+struct ItemMeta {
+  // A file path, "lmdb:<key>" (bytes other than printable ASCII as \xNN) or "synthetic:<id>".
+  std::string path;
+  int64_t label = 0;
+  uint64_t size = 0;  // stored bytes when indexed; 0 if unknown (synthetic) or unreadable
+};
+
+// A source that cannot be opened or an item that cannot be read. The message is one line meant for
+// the user, naming the source or the item.
+class SourceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  virtual size_t size() const = 0;
+  // Throws SourceError when id >= size().
+  virtual const ItemMeta& item(uint32_t id) const = 0;
+  // Replaces out with the item's stored bytes. Thread-safe: each call opens its own file descriptor
+  // or LMDB read transaction. Throws SourceError naming the id and path, e.g.
+  // "item 17 (/data/a/x.jpg): cannot open: Permission denied".
+  virtual void read(uint32_t id, std::vector<uint8_t>& out) const = 0;
+  // Class names, index = label; empty when the source has none.
+  virtual const std::vector<std::string>& classes() const = 0;
+  // E.g. "imagefolder:/data/train (1000 items, 10 classes)".
+  virtual std::string describe() const = 0;
+};
+
+// Opens and indexes a source; progress(n) is called about every 1000 items indexed (may be empty).
+//
+// imagefolder:DIR gives torchvision's ImageFolder(DIR).samples exactly: the classes are the sorted
+// names of DIR's entries that are directories (following symlinks, hidden ones included), label =
+// index; for each class in order, the directories of sorted(os.walk(DIR/class, followlinks=True))
+// — ordered by their full path string, not depth-first — and in each, its non-directory entries
+// (broken symlinks included) sorted by name whose lowercased name ends with one of .jpg .jpeg .png
+// .ppm .bmp .pgm .tif .tiff .webp. Paths are DIR/class/..., joined as os.path.join does. Names sort
+// by bytes, which is Python's code point order for UTF-8. (Checked, on such trees, against
+// torchvision's find_classes and make_dataset code run in Python.) One deliberate difference: a
+// directory reached again below itself through a symlink (a loop) is skipped, where os.walk
+// descends until the kernel refuses to resolve the path (ELOOP) and lists the same files at every
+// level.
+//
+// Throws SourceError with a one-line message: an unknown kind, a missing or unreadable root, an
+// imagefolder without class folders or with a class without images (torchvision refuses both),
+// a malformed filelist line ("filelist:/f line 3: expected 'path<TAB>label'"), a missing file in a
+// filelist, an unreadable LMDB or a record shorter than its label, a bad synthetic spec.
+std::unique_ptr<Source> open_source(const std::string& spec,
+                                    const std::function<void(size_t)>& progress = {});
+
+// The synthetic source's image for id: a deterministic function of (id, width, height) — smooth
+// gradients, a few shapes and fine noise, so that JPEG sizes and decode costs are realistic —
+// encoded with encode_jpeg at quality 90.
+std::vector<uint8_t> synthetic_jpeg(uint32_t id, uint32_t width, uint32_t height);
+
+}  // namespace joader

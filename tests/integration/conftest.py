@@ -1,0 +1,99 @@
+"""Fixtures for the daemon integration tests: a real `joader serve` on a private socket."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+JOADER = os.environ.get("JOADER_BIN", "build/joader")
+CLIENT = os.environ.get("JOADER_TEST_CLIENT", "build/joader_test_client")
+MAKE_IMAGES = os.environ.get("JOADER_MAKE_IMAGES", "build/make_images")
+
+
+class Daemon:
+    def __init__(self, workdir, cache_size="64MiB", threads=2, extra=()):
+        self.socket = os.path.join(workdir, "joader.sock")
+        self.log = open(os.path.join(workdir, "daemon.log"), "w+")
+        self.proc = subprocess.Popen(
+            [JOADER, "serve", "--socket", self.socket, "--cache-size", cache_size, "--threads", str(threads), *extra],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while "serving on" not in self.output():
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("daemon did not start:\n" + self.output())
+            time.sleep(0.02)
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def cli(self, *args, check=True):
+        r = subprocess.run([JOADER, *args, "--socket", self.socket], capture_output=True, text=True, timeout=60)
+        if check and r.returncode != 0:
+            raise AssertionError(f"joader {' '.join(args)} failed ({r.returncode}): {r.stderr}")
+        return r
+
+    def status(self):
+        return json.loads(self.cli("status", "--json").stdout)
+
+    def client(self, dataset, *args):
+        """Starts a test client process; returns the Popen."""
+        return subprocess.Popen([CLIENT, "--socket", self.socket, "--dataset", dataset, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def workdir():
+    with tempfile.TemporaryDirectory(prefix="joader-test-") as d:
+        os.chmod(d, 0o700)
+        yield d
+
+
+@pytest.fixture
+def daemon_factory(workdir):
+    daemons = []
+
+    def make(**kwargs):
+        d = Daemon(workdir, **kwargs)
+        daemons.append(d)
+        return d
+
+    yield make
+    for d in daemons:
+        d.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def daemon(daemon_factory):
+    return daemon_factory()
+
+
+def received(proc, timeout=60):
+    """Waits for a test client; returns (exit code, {epoch: [ids]}, stderr)."""
+    out, err = proc.communicate(timeout=timeout)
+    epochs = {}
+    for line in out.splitlines():
+        epoch, item, _label, _checksum = line.split()
+        epochs.setdefault(int(epoch), []).append(int(item))
+    return proc.returncode, epochs, err
+
+
+def make_images(directory, classes=3, per_class=10, bad=""):
+    args = [MAKE_IMAGES, directory, "--classes", str(classes), "--per-class", str(per_class)]
+    if bad:
+        args += ["--bad", bad]
+    subprocess.run(args, check=True)
