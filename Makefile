@@ -37,6 +37,7 @@ demo: build
 bench: build
 	$(BUILD)/sampler_bench --benchmark_min_time=1
 	/usr/bin/python3 bench/ld_table.py --joader $(BUILD)/joader
+	JOADER_BUILD=$(BUILD) /usr/bin/python3 bench/daemon_bench.py
 
 # Sanitizer builds live in their own folders; the tests are the same.
 test-asan:

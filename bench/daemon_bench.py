@@ -26,11 +26,15 @@ BUILD = os.environ.get("JOADER_BUILD", "build")
 class Daemon:
     def __init__(self, tmp, *args, name="bench"):
         self.socket = os.path.join(tmp, f"{name}.sock")
-        self.proc = subprocess.Popen([f"{BUILD}/joader", "serve", "--socket", self.socket, *args],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stderr.readline()
-        if "serving on" not in line:
-            raise RuntimeError(line + self.proc.stderr.read())
+        self.log = os.path.join(tmp, f"{name}.log")
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen([f"{BUILD}/joader", "serve", "--socket", self.socket, *args],
+                                         stdout=subprocess.DEVNULL, stderr=log)
+        deadline = time.monotonic() + 10
+        while "serving on" not in open(self.log).read():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(open(self.log).read())
+            time.sleep(0.02)
 
     def cli(self, *args):
         return subprocess.run([f"{BUILD}/joader", *args, "--socket", self.socket], check=True,
