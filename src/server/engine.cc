@@ -469,6 +469,9 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
     for (auto [job, entry] : load.waiters) {
       entry->state = Entry::kFailed;
       if (load.dataset->skip_bad_items()) {
+        // A skipped entry will never be delivered: it stops counting as queued now, so that the
+        // job earns catch-up credit for the items that replace it.
+        set_queued(*job, job->queued - 1);
         job->cv.notify_all();
       } else {
         fail_job(*job, EngineError::kDataLoss, error);
@@ -519,21 +522,16 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       out->offsets.clear();
       out->lengths.clear();
       std::vector<Entry> delivered;
-      uint64_t dropped = 0;
       const bool last = j.pending[take - 1].last_of_epoch;
       out->epoch = j.pending[take - 1].epoch;
       for (size_t i = 0; i < take; ++i) {
         const Entry& e = j.pending.front();
-        if (e.state == Entry::kReady) {
-          delivered.push_back(e);
-        } else {
-          ++dropped;
-        }
+        if (e.state == Entry::kReady) delivered.push_back(e);  // skipped entries are left out
         j.pending.pop_front();
       }
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
         for (const Entry& e : delivered) cache_->unpin(cache_key(j.ds->index, e.item));
-        set_queued(j, j.queued - dropped - delivered.size());
+        set_queued(j, j.queued - delivered.size());
         if (last) {
           ++j.epoch;
           j.delivered_in_epoch = 0;
@@ -541,7 +539,6 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
         space_cv_.notify_all();
         continue;
       }
-      set_queued(j, j.queued - dropped);
       out->seq = j.next_seq++;
       out->last_of_epoch = last;
       for (const Entry& e : delivered) {

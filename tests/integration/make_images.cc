@@ -1,8 +1,10 @@
-// make_images: writes an ImageFolder of small generated JPEGs for the integration tests, plus,
+// make_images: writes an ImageFolder of small generated JPEGs for the tests and the demo, plus,
 // on request, bad files in class0: truncated, zero-byte, wrong magic bytes, and a JPEG whose
-// header declares 100000×100000 pixels (a decompression bomb).
+// header declares 65000×65000 pixels (a decompression bomb). With --learnable, each class gets
+// its own colour band across the image, so that a small CNN can learn the labels.
 //
-//   make_images DIR --classes 3 --per-class 10 --size 48x40 [--bad truncated,zero,magic,bomb]
+//   make_images DIR --classes 3 --per-class 10 --size 48x40 [--bad truncated,zero,magic,bomb] [--learnable]
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
   app.add_option("--per-class", per_class);
   app.add_option("--size", size);
   app.add_option("--bad", bad, "comma-separated: truncated, zero, magic, bomb");
+  bool learnable = false;
+  app.add_flag("--learnable", learnable, "a class-specific colour band in every image");
   CLI11_PARSE(app, argc, argv);
   const unsigned w = std::stoul(size.substr(0, size.find('x'))), h = std::stoul(size.substr(size.find('x') + 1));
   uint32_t id = 0;
@@ -48,7 +52,16 @@ int main(int argc, char** argv) {
     for (unsigned i = 0; i < per_class; ++i) {
       char name[32];
       std::snprintf(name, sizeof name, "img_%04u.jpg", i);
-      write(cdir / name, joader::synthetic_jpeg(id++, w, h));
+      std::vector<uint8_t> jpeg = joader::synthetic_jpeg(id++, w, h);
+      if (learnable) {
+        joader::Image img = joader::decode_image(jpeg, uint64_t{w} * h);
+        const uint8_t colour[3] = {uint8_t(37 * c % 256), uint8_t(97 * c % 256), uint8_t(173 * c % 256)};
+        for (unsigned y = h / 3; y < 2 * h / 3; ++y) {
+          for (unsigned x = 0; x < w; ++x) std::memcpy(&img.rgb[(uint64_t{y} * w + x) * 3], colour, 3);
+        }
+        jpeg = joader::encode_jpeg(img, 90);
+      }
+      write(cdir / name, jpeg);
     }
   }
   std::stringstream ss(bad);

@@ -1,0 +1,105 @@
+"""joader.Loader: one job's batches, epoch after epoch, with mid-epoch resume."""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .client import Client
+
+
+@dataclass
+class Batch:
+    indices: np.ndarray  # int64 [B]: item ids in the dataset
+    labels: np.ndarray   # int64 [B]
+    data: object         # uint8 [B, H, W, C] for decoded datasets, a list of bytes for raw ones
+    epoch: int           # 0-based
+
+
+class Loader:
+    """An iterable of Batch: every item of the job's subset exactly once per epoch, in a uniformly
+    random order, shared with the other jobs on the same dataset.
+
+    dataset: a dataset name known to the daemon. indices: the job's subset (default: every item).
+    epochs: how many epochs one pass over the loader yields (None: unbounded). A batch never spans
+    two epochs; the last batch of an epoch may be short unless drop_last. state: a state_dict()
+    of an earlier loader of the same job, even from a process that died: the job continues in that
+    epoch with exactly the items not consumed yet.
+    """
+
+    def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
+                 drop_last=False, prefetch=4):
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.client = client or Client()
+        self.dataset = dataset
+        self.name = name or ""
+        self.batch_size = int(batch_size)
+        self.epochs = epochs
+        self.drop_last = drop_last
+        self.prefetch = prefetch
+        self.indices = None if indices is None else np.asarray(indices, dtype=np.int64)
+        if self.indices is not None and len(self.indices) == 0:
+            raise ValueError("indices is empty")
+        if self.indices is not None and self.indices.min() < 0:
+            raise ValueError("indices must be non-negative item ids")
+        self._size = len(self.indices) if self.indices is not None else self.client.dataset(dataset)["items"]
+        if state is not None:
+            if state.get("dataset") not in (None, dataset):
+                raise ValueError(f"state is for dataset '{state['dataset']}', not '{dataset}'")
+            self._epoch = int(state["epoch"])
+            self._consumed = [int(i) for i in state["consumed"]]
+        else:
+            self._epoch, self._consumed = 0, []
+        self._job = None
+
+    def __len__(self):
+        """Batches per epoch."""
+        return self._size // self.batch_size if self.drop_last else math.ceil(self._size / self.batch_size)
+
+    def _open(self):
+        resume = self._epoch > 0 or bool(self._consumed)
+        ids = [] if self.indices is None else self.indices.tolist()
+        self._job = self.client._open_job(
+            dataset=self.dataset, name=self.name, ids=ids, batch_size=self.batch_size,
+            epochs=0 if self.epochs is None else int(self.epochs), prefetch=int(self.prefetch),
+            drop_last=bool(self.drop_last), resume_epoch=self._epoch if resume else -1, consumed=self._consumed)
+        self.name = self._job.info["name"]
+
+    def batches(self, until_epoch_end=False):
+        """Yields batches; with until_epoch_end, stops after the current epoch's last batch."""
+        if self.epochs is not None and self._epoch >= self.epochs:
+            return
+        if self._job is None:
+            self._open()
+        while True:
+            got = self._job.next()
+            if got is None:
+                self.close()
+                return
+            epoch, last, ids, labels, data = got
+            self._consumed.extend(ids.tolist())
+            if last:
+                self._epoch, self._consumed = epoch + 1, []
+            yield Batch(ids, labels, data, epoch)
+            if last and until_epoch_end:
+                return
+
+    def __iter__(self):
+        return self.batches()
+
+    def state_dict(self):
+        """What this job has consumed: {"dataset", "epoch", "consumed"} (the items of the current
+        epoch already yielded). Pass it back as Loader(..., state=...) to resume."""
+        return {"dataset": self.dataset, "epoch": self._epoch, "consumed": list(self._consumed)}
+
+    def close(self):
+        """Ends the job in the daemon now (also when the loader is garbage-collected)."""
+        if self._job is not None:
+            self._job.close()
+            self._job = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

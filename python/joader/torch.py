@@ -1,0 +1,157 @@
+"""joader.torch.DataLoader: a drop-in for torch.utils.data.DataLoader in a training loop.
+
+    from joader.torch import DataLoader
+    loader = DataLoader("train", batch_size=256, epochs=90)
+    for epoch in range(90):
+        for images, labels in loader:        # one pass = one epoch of the job
+            ...                               # images: uint8 [B, 3, H, W], labels: int64 [B]
+
+The shared, deterministic part of the pipeline (decode, resize, crop) runs once in the daemon for
+all jobs; per-job augmentation (random flips, normalisation, moving to the GPU) goes in
+`transform`, applied to each batch after delivery.
+"""
+import math
+
+import numpy as np
+import torch
+
+from .loader import Loader
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def _distributed():
+    """(rank, world_size) from torch.distributed when it is initialised, else None."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return None
+
+
+def partition(n, world_size, rank, seed, epoch, drop_last=False):
+    """Positions (into the job's subset) of rank `rank`'s part of epoch `epoch`: the law of
+    torch.utils.data.DistributedSampler: a uniform permutation drawn from (seed, epoch), padded by
+    repeating its head (or cut, with drop_last) to a multiple of world_size, dealt round-robin."""
+    g = torch.Generator()
+    g.manual_seed(seed + epoch)
+    perm = torch.randperm(n, generator=g).tolist()
+    if drop_last:
+        perm = perm[: n - n % world_size]
+    else:
+        pad = -n % world_size
+        perm += (perm * math.ceil(pad / max(n, 1)))[:pad]
+    return perm[rank::world_size]
+
+
+class DataLoader:
+    """Yields (images, labels) tensors; each pass over it is one epoch of the job.
+
+    dataset: a dataset name known to the daemon. indices: the job's subset (default all items).
+    epochs: passes allowed (None: unbounded); the job stays registered between passes, so the
+    daemon keeps preparing ahead. layout: "NCHW" (default) or "NHWC". dtype: torch.uint8
+    (default) or torch.float32 (scaled to [0, 1] and normalised with mean/std). transform: an
+    optional callable (images, labels) -> (images, labels) applied per batch (per-job
+    augmentation). rank/world_size: data-parallel training (taken from torch.distributed when it
+    is initialised): the ranks of one job together receive each item of each epoch exactly once,
+    with DistributedSampler's partition law (seed shared by all ranks). state: a state_dict() to
+    resume from, mid-epoch. with_indices: yield (images, labels, item ids) instead.
+    """
+
+    def __init__(self, dataset, batch_size=1, indices=None, epochs=1, name=None, client=None, rank=None,
+                 world_size=None, state=None, layout="NCHW", dtype=torch.uint8, mean=IMAGENET_MEAN,
+                 std=IMAGENET_STD, transform=None, drop_last=False, seed=0, prefetch=4, with_indices=False):
+        if layout not in ("NCHW", "NHWC"):
+            raise ValueError("layout must be 'NCHW' or 'NHWC'")
+        if dtype not in (torch.uint8, torch.float32):
+            raise ValueError("dtype must be torch.uint8 or torch.float32")
+        dist = _distributed()
+        if rank is None and world_size is None and dist is not None:
+            rank, world_size = dist
+        self.rank, self.world_size = (rank or 0), (world_size or 1)
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank {self.rank} is not in [0, {self.world_size})")
+        self.dataset, self.batch_size, self.epochs, self.name = dataset, batch_size, epochs, name
+        self.client, self.layout, self.dtype, self.transform = client, layout, dtype, transform
+        self.drop_last, self.seed, self.prefetch, self.with_indices = drop_last, seed, prefetch, with_indices
+        self.mean = torch.tensor(mean).view(1, 3, 1, 1) if layout == "NCHW" else torch.tensor(mean)
+        self.std = torch.tensor(std).view(1, 3, 1, 1) if layout == "NCHW" else torch.tensor(std)
+        self._subset = None if indices is None else np.asarray(indices, dtype=np.int64)
+        self._state = state
+        self._loader = None
+        self._epoch = int(state["epoch"]) if state else 0
+        if self.world_size == 1:
+            self._loader = self._make_loader(self._subset, epochs, state)
+
+    def _make_loader(self, indices, epochs, state):
+        return Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
+                      client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch)
+
+    def _subset_size(self):
+        if self._subset is not None:
+            return len(self._subset)
+        if self._loader is not None:
+            return self._loader._size
+        from .client import Client
+        return (self.client or Client()).dataset(self.dataset)["items"]
+
+    def _rank_part(self, epoch):
+        n = self._subset_size()
+        positions = partition(n, self.world_size, self.rank, self.seed, epoch, self.drop_last)
+        return np.asarray(positions) if self._subset is None else self._subset[positions]
+
+    def __len__(self):
+        """Batches per epoch (per rank)."""
+        n = self._subset_size()
+        if self.world_size > 1:
+            n = n // self.world_size if self.drop_last else math.ceil(n / self.world_size)
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    def _to_tensors(self, batch):
+        images = torch.from_numpy(batch.data)
+        if self.layout == "NCHW":
+            images = images.permute(0, 3, 1, 2).contiguous()
+        if self.dtype == torch.float32:
+            images = (images.float() / 255.0 - self.mean) / self.std
+        labels = torch.from_numpy(batch.labels)
+        if self.transform is not None:
+            images, labels = self.transform(images, labels)
+        if self.with_indices:
+            return images, labels, torch.from_numpy(batch.indices)
+        return images, labels
+
+    def __iter__(self):
+        if self.epochs is not None and self._epoch >= self.epochs:
+            return
+        if self.world_size > 1 and self._loader is None:
+            # Each epoch, this rank's part of the DistributedSampler-style partition is one
+            # one-epoch job; a resumed epoch skips what was consumed.
+            part = self._rank_part(self._epoch)
+            state = None
+            if self._state is not None and int(self._state["epoch"]) == self._epoch:
+                state = {"dataset": self.dataset, "epoch": 0, "consumed": self._state["consumed"]}
+            self._loader = self._make_loader(part, 1, state)
+        # Leaving the loop early (break) leaves the rest of the epoch to the next pass: nothing is
+        # lost or repeated.
+        for batch in self._loader.batches(until_epoch_end=True):
+            yield self._to_tensors(batch)
+        if self.world_size > 1:
+            self._loader.close()
+            self._loader, self._state = None, None
+            self._epoch += 1
+        else:
+            self._epoch = self._loader._epoch
+
+    def state_dict(self):
+        """{"dataset", "epoch", "consumed"}: pass back as DataLoader(..., state=...) to resume."""
+        if self._loader is None:
+            return {"dataset": self.dataset, "epoch": self._epoch, "consumed": []}
+        sd = self._loader.state_dict()
+        if self.world_size > 1:
+            if sd["epoch"] > 0:  # this rank's part of the epoch is done
+                return {"dataset": self.dataset, "epoch": self._epoch + 1, "consumed": []}
+            sd = dict(sd, epoch=self._epoch)
+        return sd
+
+    def close(self):
+        if self._loader is not None:
+            self._loader.close()

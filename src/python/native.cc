@@ -1,0 +1,212 @@
+// joader._native: the Python binding of the C++ client (pybind11). Batches are gathered from the
+// daemon's shared memory into one contiguous numpy array with the GIL released, then
+// acknowledged at once, so Python code never holds arena memory.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "client/client.h"
+
+namespace py = pybind11;
+
+namespace joader {
+namespace {
+
+py::dict dataset_dict(const v1::DatasetInfo& d) {
+  py::dict out;
+  out["name"] = d.name();
+  out["source"] = d.source();
+  out["prep"] = d.prep();
+  out["items"] = d.items();
+  out["classes"] = std::vector<std::string>(d.classes().begin(), d.classes().end());
+  out["height"] = d.height();
+  out["width"] = d.width();
+  out["channels"] = d.channels();
+  out["raw"] = d.raw();
+  out["on_error"] = d.on_error();
+  out["skipped"] = d.skipped();
+  out["active_jobs"] = d.active_jobs();
+  return out;
+}
+
+py::dict status_dict(const v1::StatusReply& s) {
+  py::dict out;
+  out["loads"] = s.loads();
+  out["deliveries"] = s.deliveries();
+  out["ld_ratio"] = s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
+  out["hits"] = s.hits();
+  out["evictions"] = s.evictions();
+  out["skipped"] = s.skipped();
+  out["cache_bytes"] = s.cache_bytes();
+  out["cache_capacity"] = s.cache_capacity();
+  out["pinned_bytes"] = s.pinned_bytes();
+  out["policy"] = s.policy();
+  py::list datasets, jobs;
+  for (const auto& d : s.datasets()) datasets.append(dataset_dict(d));
+  for (const auto& j : s.jobs()) {
+    py::dict jd;
+    jd["name"] = j.name();
+    jd["dataset"] = j.dataset();
+    jd["epoch"] = j.epoch();
+    jd["delivered"] = j.delivered();
+    jd["delivered_in_epoch"] = j.delivered_in_epoch();
+    jd["subset_size"] = j.subset_size();
+    jd["items_per_second"] = j.items_per_second();
+    jd["queued"] = j.queued();
+    jobs.append(jd);
+  }
+  out["datasets"] = datasets;
+  out["jobs"] = jobs;
+  return out;
+}
+
+// One job; next() returns (epoch, last_of_epoch, ids, labels, data) or None at the end.
+class PyJob {
+ public:
+  explicit PyJob(std::unique_ptr<Job> job) : job_(std::move(job)) {
+    const v1::Registered& r = job_->registered();
+    shape_ = {r.height(), r.width(), r.channels()};
+  }
+
+  py::dict info() const {
+    const v1::Registered& r = job_->registered();
+    py::dict out;
+    out["name"] = r.job();
+    out["items_per_epoch"] = r.items_per_epoch();
+    out["height"] = r.height();
+    out["width"] = r.width();
+    out["channels"] = r.channels();
+    return out;
+  }
+
+  py::object next() {
+    Batch b;
+    bool more;
+    {
+      py::gil_scoped_release nogil;
+      more = job_->next(&b);
+    }
+    if (!more) return py::none();
+    const auto n = static_cast<py::ssize_t>(b.items.size());
+    py::array_t<int64_t> ids(n), labels(n);
+    auto id = ids.mutable_unchecked<1>();
+    auto label = labels.mutable_unchecked<1>();
+    for (py::ssize_t i = 0; i < n; ++i) {
+      id(i) = b.items[i].id;
+      label(i) = b.items[i].label;
+    }
+    py::object data;
+    if (shape_[0] != 0) {
+      const uint64_t item_bytes = uint64_t{shape_[0]} * shape_[1] * shape_[2];
+      py::array_t<uint8_t> array({n, py::ssize_t(shape_[0]), py::ssize_t(shape_[1]), py::ssize_t(shape_[2])});
+      uint8_t* dst = array.mutable_data();
+      {
+        py::gil_scoped_release nogil;
+        for (const ItemView& it : b.items) {
+          if (it.size != item_bytes) throw ClientError(13, "item size does not match the dataset's shape");
+          std::memcpy(dst, it.data, it.size);
+          dst += it.size;
+        }
+        job_->ack(b);
+      }
+      data = std::move(array);
+    } else {  // raw bytes: one bytes object per item
+      py::list items;
+      for (const ItemView& it : b.items) items.append(py::bytes(reinterpret_cast<const char*>(it.data), it.size));
+      job_->ack(b);
+      data = std::move(items);
+    }
+    return py::make_tuple(b.epoch, b.last_of_epoch, ids, labels, data);
+  }
+
+  void close() {
+    py::gil_scoped_release nogil;
+    job_->close();
+  }
+
+ private:
+  std::unique_ptr<Job> job_;
+  std::array<uint32_t, 3> shape_;
+};
+
+}  // namespace
+}  // namespace joader
+
+PYBIND11_MODULE(_native, m) {
+  using namespace joader;
+  m.doc() = "Native client of the Joader daemon";
+  static py::exception<ClientError> error(m, "JoaderError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ClientError& e) {
+      py::object type = py::reinterpret_borrow<py::object>(error.ptr());
+      py::object instance = type(e.what());
+      instance.attr("code") = e.code();
+      PyErr_SetObject(error.ptr(), instance.ptr());
+    }
+  });
+
+  py::class_<PyJob>(m, "Job")
+      .def("next", &PyJob::next)
+      .def("close", &PyJob::close)
+      .def_property_readonly("info", &PyJob::info);
+
+  py::class_<Client>(m, "Client")
+      .def(py::init([](const std::string& socket) { return std::make_unique<Client>(socket); }), py::arg("socket") = "")
+      .def_property_readonly("socket", &Client::socket)
+      .def("add_dataset",
+           [](Client& c, const std::string& name, const std::string& source, bool raw, uint32_t resize, uint32_t crop,
+              const std::string& on_error) {
+             v1::AddDatasetRequest req;
+             req.set_name(name);
+             req.set_source(source);
+             req.set_raw(raw);
+             req.set_resize(resize);
+             req.set_crop(crop);
+             req.set_on_error(on_error);
+             v1::DatasetInfo info;
+             {
+               py::gil_scoped_release nogil;
+               info = c.add_dataset(req);
+             }
+             return dataset_dict(info);
+           })
+      .def("list_datasets",
+           [](Client& c) {
+             py::list out;
+             for (const auto& d : c.list_datasets()) out.append(dataset_dict(d));
+             return out;
+           })
+      .def("remove_dataset", &Client::remove_dataset)
+      .def("status", [](Client& c) { return status_dict(c.status()); })
+      .def(
+          "open_job",
+          [](Client& c, const std::string& dataset, const std::string& name, std::vector<uint32_t> ids,
+             uint32_t batch_size, uint32_t epochs, uint32_t prefetch, bool drop_last, int64_t resume_epoch,
+             std::vector<uint32_t> consumed) {
+            JobOptions o;
+            o.dataset = dataset;
+            o.name = name;
+            o.ids = std::move(ids);
+            o.batch_size = batch_size;
+            o.epochs = epochs;
+            o.prefetch = prefetch;
+            o.drop_last = drop_last;
+            if (resume_epoch >= 0) {
+              o.resume = true;
+              o.resume_epoch = static_cast<uint32_t>(resume_epoch);
+              o.resume_consumed = std::move(consumed);
+            }
+            std::unique_ptr<Job> job;
+            {
+              py::gil_scoped_release nogil;
+              job = c.open_job(o);
+            }
+            return std::make_unique<PyJob>(std::move(job));
+          },
+          py::arg("dataset"), py::arg("name"), py::arg("ids"), py::arg("batch_size"), py::arg("epochs"),
+          py::arg("prefetch"), py::arg("drop_last"), py::arg("resume_epoch"), py::arg("consumed"));
+}

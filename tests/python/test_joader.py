@@ -1,0 +1,222 @@
+"""The Python package through the whole stack: real daemon, real torch."""
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import joader
+import joader.torch
+from conftest import BUILD, make_images
+
+
+def chi_square_pvalue(counts):
+    """Goodness of fit to equal cells (df = cells - 1); uses torch's regularised gamma."""
+    counts = np.asarray(counts, dtype=np.float64)
+    expected = counts.sum() / len(counts)
+    stat = ((counts - expected) ** 2 / expected).sum()
+    df = len(counts) - 1
+    return float(torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64),
+                                         torch.tensor(stat / 2, dtype=torch.float64)))
+
+
+def run_jobs(jobs):
+    """Runs Loaders in threads (the native calls release the GIL); returns {name: [[ids] per epoch]}."""
+    results = {}
+
+    def consume(name, loader):
+        epochs = []
+        for batch in loader:
+            if batch.epoch == len(epochs):
+                epochs.append([])
+            epochs[batch.epoch].extend(batch.indices.tolist())
+        results[name] = epochs
+
+    threads = [threading.Thread(target=consume, args=(name, loader)) for name, loader in jobs.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    return results
+
+
+def test_three_python_jobs_get_exact_epochs(client):
+    client.add_dataset("synth", source="synthetic:300:24x24", crop=16)
+    subsets = {"a": range(0, 200), "b": range(100, 300), "c": range(50, 250)}
+    loaders = {n: joader.Loader("synth", name=n, indices=list(s), batch_size=bs, epochs=3, client=client)
+               for (n, s), bs in zip(subsets.items(), (16, 7, 32))}
+    assert len(loaders["b"]) == math.ceil(200 / 7)
+    results = run_jobs(loaders)
+    for name, subset in subsets.items():
+        assert len(results[name]) == 3
+        for epoch in results[name]:
+            assert sorted(epoch) == list(subset)
+    status = client.status()
+    assert status["loads"] < status["deliveries"]
+
+
+def test_epochs_through_the_daemon_are_uniform_permutations(client):
+    # Three jobs on 5 items with overlapping 4-item subsets; per-epoch permutation frequencies of
+    # each job must fit the uniform law on 24 permutations (α = 1e-4 per job).
+    client.add_dataset("tiny", source="synthetic:5:8x8", crop=8)
+    subsets = {"x": [0, 1, 2, 3], "y": [1, 2, 3, 4], "z": [0, 2, 3, 4]}
+    epochs = 1200
+    loaders = {n: joader.Loader("tiny", name=n, indices=s, batch_size=2, epochs=epochs, client=client)
+               for n, s in subsets.items()}
+    results = run_jobs(loaders)
+    for name, subset in subsets.items():
+        perms = {p: i for i, p in enumerate(itertools.permutations(subset))}
+        counts = [0] * len(perms)
+        assert len(results[name]) == epochs
+        for epoch in results[name]:
+            counts[perms[tuple(epoch)]] += 1
+        assert chi_square_pvalue(counts) > 1e-4, (name, counts)
+    assert client.status()["loads"] < client.status()["deliveries"]
+
+
+RESUME_SCRIPT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import joader
+    socket, state_file, stop_after = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    loader = joader.Loader("synth", indices=list(range(100)), batch_size=10, epochs=2,
+                           client=joader.Client(socket))
+    for i, batch in enumerate(loader):
+        with open(state_file + ".tmp", "w") as f:
+            json.dump(loader.state_dict(), f)
+        import os; os.replace(state_file + ".tmp", state_file)
+        print(" ".join(map(str, batch.indices.tolist())), flush=True)
+        if i + 1 == stop_after:
+            sys.stdout.flush()
+            import time; time.sleep(3600)   # wait to be killed
+""")
+
+
+def test_resume_after_sigkill_receives_exactly_the_remaining_items(client, daemon, workdir):
+    client.add_dataset("synth", source="synthetic:100:16x16", crop=8)
+    script = os.path.join(workdir, "job.py")
+    state_file = os.path.join(workdir, "state.json")
+    with open(script, "w") as f:
+        f.write(RESUME_SCRIPT)
+    proc = subprocess.Popen([sys.executable, script, os.path.join(BUILD, "python"), daemon.socket, state_file, "4"],
+                            stdout=subprocess.PIPE, text=True)
+    seen = [int(i) for _ in range(4) for i in proc.stdout.readline().split()]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with open(state_file) as f:
+        state = json.load(f)
+    assert state["epoch"] == 0 and sorted(state["consumed"]) == sorted(seen)
+    loader = joader.Loader("synth", indices=list(range(100)), batch_size=10, epochs=2, client=client, state=state)
+    rest = {0: [], 1: []}
+    for batch in loader:
+        rest[batch.epoch].extend(batch.indices.tolist())
+    assert sorted(seen + rest[0]) == list(range(100)), "epoch 0: lost or duplicated items"
+    assert sorted(rest[1]) == list(range(100))
+
+
+def test_data_parallel_ranks_cover_each_item_once_per_epoch(client):
+    client.add_dataset("synth", source="synthetic:101:16x16", crop=8)
+    indices = list(range(1, 101))  # 100 items, 2 ranks: no padding
+    loaders = [joader.torch.DataLoader("synth", batch_size=8, indices=indices, epochs=2, client=client,
+                                       rank=r, world_size=2, with_indices=True) for r in range(2)]
+    assert len(loaders[0]) == math.ceil(50 / 8)
+    got = [[[], []], [[], []]]
+
+    def run(rank):
+        for epoch in range(2):
+            for _, _, ids in loaders[rank]:
+                got[rank][epoch].extend(ids.tolist())
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    for epoch in range(2):
+        assert len(got[0][epoch]) == len(got[1][epoch]) == 50
+        assert sorted(got[0][epoch] + got[1][epoch]) == indices, f"epoch {epoch}"
+    assert set(got[0][0]) != set(got[0][1]), "each epoch deals a new partition"
+
+
+def test_data_parallel_parts_are_padded_like_distributed_sampler():
+    parts = [joader.torch.partition(5, 2, r, seed=0, epoch=0) for r in range(2)]
+    assert len(parts[0]) == len(parts[1]) == 3
+    assert sorted(set(parts[0] + parts[1])) == list(range(5))
+    reference = list(torch.utils.data.DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=True, seed=0))
+    assert parts[1] == reference
+    assert [len(joader.torch.partition(5, 2, r, 0, 0, drop_last=True)) for r in range(2)] == [2, 2]
+
+
+def test_images_equal_an_independent_decode_within_tolerance(client, workdir):
+    import torchvision
+    from torchvision.transforms import functional as F
+    root = os.path.join(workdir, "images")
+    make_images(root, classes=2, per_class=4, size="120x90")
+    client.add_dataset("imgs", source=f"imagefolder:{root}", resize=72, crop=64)
+    folder = torchvision.datasets.ImageFolder(root)
+    dl = joader.torch.DataLoader("imgs", batch_size=8, client=client, with_indices=True)
+    images, labels, ids = next(iter(dl))
+    assert images.shape == (8, 3, 64, 64) and images.dtype == torch.uint8
+    for img, label, item in zip(images, labels, ids.tolist()):
+        path, target = folder.samples[item]
+        assert int(label) == target
+        ref = torchvision.io.decode_jpeg(torchvision.io.read_file(path))
+        ref = F.center_crop(F.resize(ref, 72, antialias=True), 64)
+        diff = (img.int() - ref.int()).abs().float()
+        # Same decoder family (libjpeg), different resampling filter: OpenCV's area filter vs
+        # torchvision's antialiased bilinear.
+        assert diff.mean() < 4.0 and diff.max() < 80, (path, diff.mean(), diff.max())
+
+
+def test_a_short_training_loop_reduces_the_loss(client, workdir):
+    torch.manual_seed(0)
+    root = os.path.join(workdir, "learnable")
+    make_images(root, classes=4, per_class=32, size="40x40", learnable=True)
+    client.add_dataset("learn", source=f"imagefolder:{root}", crop=32)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+                                torch.nn.Flatten(), torch.nn.Linear(128, 4))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    dl = joader.torch.DataLoader("learn", batch_size=16, epochs=6, client=client, dtype=torch.float32)
+    losses = []
+    for _ in range(6):
+        for images, labels in dl:
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    assert len(losses) == 6 * 8
+    assert np.mean(losses[-8:]) < 0.7 * np.mean(losses[:8]), losses
+
+
+def test_a_pass_interrupted_by_break_continues_where_it_stopped(client):
+    client.add_dataset("synth", source="synthetic:40:16x16", crop=8)
+    dl = joader.torch.DataLoader("synth", batch_size=10, epochs=2, client=client, layout="NHWC")
+    first = []
+    for images, labels in dl:
+        first.append(labels)
+        break
+    state = dl.state_dict()
+    assert state["epoch"] == 0 and len(state["consumed"]) == 10
+    rest = [labels for _, labels in dl]
+    assert len(rest) == 3  # the rest of epoch 0
+    assert len([1 for _ in dl]) == 4  # epoch 1
+    assert list(dl) == []  # epochs exhausted
+
+
+def test_errors_are_joader_errors_with_codes(client, workdir):
+    with pytest.raises(joader.JoaderError) as e:
+        next(iter(joader.Loader("nope", batch_size=4, client=client, indices=[0])))
+    assert "unknown dataset 'nope'" in str(e.value) and e.value.code == 5
+    with pytest.raises(joader.JoaderError, match="no Joader daemon"):
+        joader.Client(os.path.join(workdir, "absent.sock"))
+    with pytest.raises(ValueError):
+        client.add_dataset("x", source="synthetic:10")
