@@ -8,7 +8,8 @@ CMAKE_FLAGS ?=
 PACKAGES := build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev \
             libgtest-dev libgmock-dev libbenchmark-dev python3 \
             libturbojpeg0-dev libpng-dev liblmdb-dev libopencv-imgproc-dev \
-            libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-pytest
+            libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
+            pybind11-dev python3-dev python3-pytest python3-numpy python3-torch python3-torchvision
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

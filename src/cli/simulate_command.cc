@@ -1,6 +1,11 @@
 #include "cli/simulate_command.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -116,7 +121,7 @@ constexpr const char* kDemoScenario = R"({
 
 int run_demo() {
   fmt::print(
-      "Joader simulator showcase (the daemon arrives in a later release).\n"
+      "Joader simulator showcase.\n"
       "Four training jobs read overlapping 75 % subsets of a 13 334-item dataset, starting a quarter\n"
       "epoch apart, through a 1 000-item cache; 3 epochs each. L/D = loads / deliveries: 1.0 means\n"
       "every delivery was read and decoded again, 0.25 would be perfect sharing between 4 jobs.\n\n");
@@ -153,9 +158,25 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->callback([opts, &exit_code] { exit_code = run_simulate(*opts); });
 }
 
+// The main job: three PyTorch trainings sharing one daemon (python/joader/demo.py), run with
+// Debian's /usr/bin/python3 and the package built next to this executable.
+int run_training_demo() {
+  std::error_code ec;
+  const std::filesystem::path build = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  const std::string python_path = (build / "python").string();
+  setenv("PYTHONPATH", python_path.c_str(), 1);
+  const std::string build_arg = build.string();
+  execl("/usr/bin/python3", "/usr/bin/python3", "-m", "joader.demo", "--build", build_arg.c_str(), static_cast<char*>(nullptr));
+  fmt::print(stderr, "error: cannot run /usr/bin/python3: {}\n", std::strerror(errno));
+  return 1;
+}
+
 void add_demo_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("demo", "Show what Joader saves on an embedded scenario");
-  cmd->callback([&exit_code] { exit_code = run_demo(); });
+  auto simulated = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "demo", "Three PyTorch trainings sharing one daemon, with live progress and the decode work saved");
+  cmd->add_flag("--simulated", *simulated, "Instead, show what DSA and the cache policies save in the simulator");
+  cmd->callback([simulated, &exit_code] { exit_code = *simulated ? run_demo() : run_training_demo(); });
 }
 
 }  // namespace joader::cli

@@ -1,4 +1,4 @@
-// `joader simulate` and `joader demo` (the simulator showcase until the daemon exists).
+// `joader simulate` and `joader demo` (the training demo; --simulated: the simulator showcase).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -220,3 +220,15 @@ def test_errors_are_joader_errors_with_codes(client, workdir):
         joader.Client(os.path.join(workdir, "absent.sock"))
     with pytest.raises(ValueError):
         client.add_dataset("x", source="synthetic:10")
+
+
+def test_the_resnet_example_trains_a_few_steps(daemon, workdir):
+    root = os.path.join(workdir, "images")
+    make_images(root, classes=2, per_class=8, size="80x72")
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "train_resnet.py")
+    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
+    r = subprocess.run([sys.executable, example, root, "--socket", daemon.socket, "--resize", "72", "--crop", "64",
+                        "--batch-size", "4", "--subset", "0.5", "--max-steps", "2", "--device", "cpu"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "stopped after 2 steps" in r.stdout

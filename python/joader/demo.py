@@ -1,0 +1,168 @@
+"""`make demo` / `joader demo`: three real PyTorch trainings sharing one Joader daemon.
+
+It generates a small ImageFolder (3000 JPEGs, 10 classes) in a temporary folder under build/,
+starts `joader serve` with a cache of 16 MiB (about 40 % of the prepared dataset, so that sharing
+must come from the coupled sampler, not from caching everything), and runs three training processes (a small CNN on CPU) with overlapping
+subsets, staggered starts and different batch sizes. It shows live progress from the daemon and
+ends with what each job did and how much decoding the sharing saved. Everything it creates is
+removed at the end, also on Ctrl-C.
+
+    PYTHONPATH=build/python /usr/bin/python3 -m joader.demo [--build build]
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+JOBS = [  # name, share of the dataset, batch size, start delay (s)
+    ("baseline-all", 1.00, 32, 0.0),
+    ("ablation-75pct", 0.75, 64, 2.0),
+    ("fewshot-50pct", 0.50, 16, 4.0),
+]
+EPOCHS = 3
+CLASSES, PER_CLASS = 10, 300
+
+
+def train(args):
+    """One training process: a small CNN on CPU, fed by joader.torch.DataLoader."""
+    import numpy as np
+    import torch
+
+    import joader
+    from joader.torch import DataLoader
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    client = joader.Client(args.socket)
+    n = client.dataset("demo")["items"]
+    subset = np.random.default_rng(7).permutation(n)[: int(n * args.share)]
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+        torch.nn.Flatten(), torch.nn.Linear(32 * 16, CLASSES))
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    flip = lambda x, y: (torch.where(torch.rand(x.shape[0], 1, 1, 1) < 0.5, x.flip(3), x), y)  # per-job augmentation
+    loader = DataLoader("demo", batch_size=args.batch, indices=subset, epochs=EPOCHS, name=args.name, client=client,
+                        dtype=torch.float32, transform=flip)
+    items, epoch_losses = 0, []
+    for epoch in range(EPOCHS):
+        losses = []
+        for images, labels in loader:
+            out = torch.nn.functional.cross_entropy(model(images), labels)
+            opt.zero_grad()
+            out.backward()
+            opt.step()
+            items += len(labels)
+            losses.append(out.item())
+        epoch_losses.append(sum(losses) / len(losses))
+    with open(args.result, "w") as f:
+        json.dump({"name": args.name, "epochs": EPOCHS, "items": items, "losses": epoch_losses}, f)
+
+
+def progress_line(status):
+    jobs = "  ".join(f"{j['name']}: epoch {j['epoch']} {j['delivered_in_epoch']}/{j['subset_size']}"
+                     f" ({j['items_per_second']:.0f}/s)" for j in status["jobs"])
+    return f"loads {status['loads']:>5}  deliveries {status['deliveries']:>6}  L/D {status['ld_ratio']:.2f}  | {jobs}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Three PyTorch trainings sharing one Joader daemon")
+    ap.add_argument("--build", default=os.environ.get("JOADER_BUILD", "build"))
+    ap.add_argument("--train", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--socket", help=argparse.SUPPRESS)
+    ap.add_argument("--name", help=argparse.SUPPRESS)
+    ap.add_argument("--share", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--batch", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.train:
+        return train(args)
+
+    import joader
+
+    build = os.path.abspath(args.build)
+    work = tempfile.mkdtemp(prefix="demo-", dir=build)
+    os.chmod(work, 0o700)
+    procs = []
+    daemon = None
+    try:
+        t0 = time.monotonic()
+        print(f"Generating {CLASSES * PER_CLASS} JPEGs in {CLASSES} classes ...", flush=True)
+        subprocess.run([os.path.join(build, "make_images"), os.path.join(work, "images"), "--classes", str(CLASSES),
+                        "--per-class", str(PER_CLASS), "--size", "96x80", "--learnable"], check=True)
+        socket = os.path.join(work, "joader.sock")
+        log = open(os.path.join(work, "daemon.log"), "w")
+        daemon = subprocess.Popen([os.path.join(build, "joader"), "serve", "--socket", socket, "--cache-size", "16MiB"],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        while "serving on" not in open(log.name).read():
+            if daemon.poll() is not None:
+                raise RuntimeError(open(log.name).read())
+            time.sleep(0.02)
+        client = joader.Client(socket)
+        info = client.add_dataset("demo", source=f"imagefolder:{work}/images", resize=72, crop=64)
+        print(f"Daemon up; dataset 'demo': {info['items']} items, {info['prep']}.")
+        print("Starting 3 training jobs (overlapping subsets, staggered starts, different batch sizes):")
+        for name, share, batch, _ in JOBS:
+            print(f"  {name:<16} {share:>4.0%} of the items, batch {batch:>2}, {EPOCHS} epochs")
+        env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+        start = time.monotonic()
+        pending = list(JOBS)
+        tty = sys.stdout.isatty()
+        last_print = 0.0
+        while pending or any(p.poll() is None for p in procs):
+            now = time.monotonic() - start
+            while pending and pending[0][3] <= now:
+                name, share, batch, _ = pending.pop(0)
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "joader.demo", "--train", "--socket", socket, "--name", name,
+                     "--share", str(share), "--batch", str(batch), "--result", os.path.join(work, name + ".json")],
+                    env=env))
+            status = client.status()
+            if tty:
+                print("\r" + progress_line(status)[:160].ljust(160), end="", flush=True)
+            elif now - last_print >= 2:
+                print(progress_line(status), flush=True)
+                last_print = now
+            time.sleep(0.25)
+        if tty:
+            print()
+        failed = [name for (name, *_), p in zip(JOBS, procs) if p.returncode != 0]
+        if failed:
+            raise RuntimeError(f"training job(s) failed: {failed}")
+        status = client.status()
+        results = [json.load(open(os.path.join(work, name + ".json"))) for name, *_ in JOBS]
+        print(f"\n{'job':<16} {'epochs':>6} {'items':>7}   mean loss per epoch")
+        for r in results:
+            print(f"{r['name']:<16} {r['epochs']:>6} {r['items']:>7}   " + " → ".join(f"{x:.3f}" for x in r["losses"]))
+        loads, deliveries = status["loads"], status["deliveries"]
+        print(f"\ndaemon: {loads} loads (read + decode + resize + crop) for {deliveries} deliveries: "
+              f"L/D {status['ld_ratio']:.3f}")
+        print(f"Three independent DataLoaders would have decoded {deliveries} images; Joader decoded {loads}: "
+              f"{100 * (1 - loads / deliveries):.0f} % of the decode work saved.")
+        print(f"(total {time.monotonic() - t0:.0f} s)")
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping the jobs and the daemon")
+        return 130
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if daemon is not None and daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
