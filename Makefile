@@ -45,6 +45,7 @@ test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DJOADER_SANITIZE=address -DJOADER_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug"
 
 test-tsan:
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1" \
 	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DJOADER_SANITIZE=thread -DJOADER_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug"
 
 clean:

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark: k training jobs fed by Joader vs by k torch.utils.data.DataLoader processes.
+
+    make build && /usr/bin/python3 bench/e2e/run.py [--runs 3] [--images 2000] [--out docs]
+
+Data: a generated ImageFolder of 500x375 JPEGs (quality 90, 10 classes) under build/e2e-data,
+made once and reused. Baseline: k processes, each a DataLoader(ImageFolder, Resize(256),
+CenterCrop(224), PILToTensor(), shuffle=True). Joader: the same k jobs through joader.torch
+against one daemon. Both sides get the same number of loader threads in total: T = max(2, k)
+(DataLoader workers = T / k per job; daemon --threads T). Every configuration runs --runs times,
+baseline and Joader alternately; figures are medians, ratios are computed pair by pair.
+Scenarios: (a) k = 1; (b) k = 2 and 4, identical subsets, same start; (c) k = 4, each a random
+75 % subset, starts staggered by a quarter of a one-job epoch; (d) k = 4 identical subsets with
+0, 10, 20, 40 ms of "training" per batch.
+"""
+import argparse
+import glob
+import json
+import os
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+BATCH = 64
+
+
+def cpu_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def make_data(build, root, images):
+    if len(glob.glob(os.path.join(root, "*", "*.jpg"))) == images:
+        return
+    subprocess.run(["rm", "-rf", root], check=True)
+    print(f"generating {images} JPEGs (500x375, q90) in {root} ...", file=sys.stderr)
+    subprocess.run([os.path.join(build, "make_images"), root, "--classes", "10", "--per-class", str(images // 10),
+                    "--size", "500x375"], check=True)
+
+
+def scenarios(epoch_seconds):
+    """name -> list of job specs (share, subset seed, start delay s, sleep ms per batch)."""
+    same = lambda k: [dict(share=1.0, seed=0, start=0.0, sleep=0.0) for _ in range(k)]
+    return {
+        "a: k=1": same(1),
+        "b: k=2 identical": same(2),
+        "b: k=4 identical": same(4),
+        "c: k=4, 75% subsets, staggered": [dict(share=0.75, seed=j + 1, start=j * epoch_seconds / 4, sleep=0.0)
+                                           for j in range(4)],
+        "d: k=4 identical, 0/10/20/40 ms per batch": [dict(share=1.0, seed=0, start=0.0, sleep=s)
+                                                      for s in (0.0, 10.0, 20.0, 40.0)],
+    }
+
+
+def run_jobs(commands, starts, env=None):
+    """Starts each command after its delay; returns the parsed JSON line of each."""
+    procs, t0 = [], time.monotonic()
+    order = sorted(range(len(commands)), key=lambda i: starts[i])
+    for i in order:
+        delay = starts[i] - (time.monotonic() - t0)
+        if delay > 0:
+            time.sleep(delay)
+        procs.append((i, subprocess.Popen(commands[i], stdout=subprocess.PIPE, text=True, env=env)))
+    results = [None] * len(commands)
+    for i, p in procs:
+        out, _ = p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError(f"job failed: {commands[i]}")
+        results[i] = json.loads(out)
+    return results
+
+
+def run_baseline(root, jobs):
+    threads = max(2, len(jobs))
+    workers = max(1, threads // len(jobs))
+    cmds = [[PY, os.path.join(HERE, "job_torch.py"), root, "--batch-size", str(BATCH), "--workers", str(workers),
+             "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"])] for j in jobs]
+    cpu0, t0 = cpu_children(), time.monotonic()
+    results = run_jobs(cmds, [j["start"] for j in jobs])
+    return summarize(results, time.monotonic() - t0, cpu_children() - cpu0, None)
+
+
+def run_joader(build, root, jobs, tmp):
+    threads = max(2, len(jobs))
+    socket = os.path.join(tmp, "e2e.sock")
+    log = os.path.join(tmp, "daemon.log")
+    cpu0 = cpu_children()
+    with open(log, "w") as f:
+        daemon = subprocess.Popen([os.path.join(build, "joader"), "serve", "--socket", socket, "--cache-size", "512MiB",
+                                   "--threads", str(threads)], stdout=f, stderr=subprocess.STDOUT)
+    try:
+        while "serving on" not in open(log).read():
+            time.sleep(0.02)
+        subprocess.run([os.path.join(build, "joader"), "dataset", "add", "e2e", "--source", f"imagefolder:{root}",
+                        "--resize", "256", "--crop", "224", "--socket", socket], check=True, capture_output=True)
+        env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+        cmds = [[PY, os.path.join(HERE, "job_joader.py"), "--socket", socket, "--batch-size", str(BATCH),
+                 "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"])]
+                for j in jobs]
+        t0 = time.monotonic()
+        results = run_jobs(cmds, [j["start"] for j in jobs], env)
+        wall = time.monotonic() - t0
+        status = json.loads(subprocess.run([os.path.join(build, "joader"), "status", "--json", "--socket", socket],
+                                           check=True, capture_output=True, text=True).stdout)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait()
+    return summarize(results, wall, cpu_children() - cpu0, status["ld_ratio"])
+
+
+def summarize(results, wall, cpu, ld):
+    items = sum(r["items"] for r in results)
+    return {"images_per_s": items / wall, "cpu_per_image_ms": 1000 * cpu / items, "wall": wall,
+            "job_seconds": [round(r["seconds"], 2) for r in results], "ld_ratio": ld, "items": items}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--images", type=int, default=2000)
+    ap.add_argument("--out", default="docs")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    root = os.path.join(build, "e2e-data")
+    make_data(build, root, args.images)
+    sizes = [os.path.getsize(p) for p in glob.glob(os.path.join(root, "*", "*.jpg"))]
+    print(f"{len(sizes)} JPEGs, mean {statistics.mean(sizes) / 1000:.0f} KB", file=sys.stderr)
+
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="joader-e2e-") as tmp:
+        os.chmod(tmp, 0o700)
+        # A one-job epoch on each side sets that side's quarter-epoch stagger for scenario (c).
+        one = [dict(share=1.0, seed=0, start=0.0, sleep=0.0)]
+        epoch_s = {"torch": run_baseline(root, one)["wall"], "joader": run_joader(build, root, one, tmp)["wall"]}
+        names = list(scenarios(1.0))
+        for name in names:
+            results[name] = {"torch": [], "joader": []}
+            for run in range(args.runs):
+                b = run_baseline(root, scenarios(epoch_s["torch"])[name])
+                j = run_joader(build, root, scenarios(epoch_s["joader"])[name], tmp)
+                results[name]["torch"].append(b)
+                results[name]["joader"].append(j)
+                print(f"{name} run {run + 1}: torch {b['images_per_s']:.0f} img/s {b['cpu_per_image_ms']:.2f} ms CPU/img"
+                      f" | joader {j['images_per_s']:.0f} img/s {j['cpu_per_image_ms']:.2f} ms CPU/img"
+                      f" L/D {j['ld_ratio']:.3f}", file=sys.stderr)
+
+    med = statistics.median
+    rows = []
+    for name in names:
+        t, j = results[name]["torch"], results[name]["joader"]
+        speedup = med(x["images_per_s"] / y["images_per_s"] for x, y in zip(j, t))
+        cpu_ratio = med(x["cpu_per_image_ms"] / y["cpu_per_image_ms"] for x, y in zip(j, t))
+        slowest_ratio = med(max(x / y for x, y in zip(jr["job_seconds"], tr["job_seconds"])) for jr, tr in zip(j, t))
+        rows.append(dict(name=name, torch_ips=med(x["images_per_s"] for x in t), joader_ips=med(x["images_per_s"] for x in j),
+                         speedup=speedup, torch_cpu=med(x["cpu_per_image_ms"] for x in t),
+                         joader_cpu=med(x["cpu_per_image_ms"] for x in j), cpu_ratio=cpu_ratio,
+                         ld=med(x["ld_ratio"] for x in j), slowest=slowest_ratio,
+                         torch_jobs=t[len(t) // 2]["job_seconds"], joader_jobs=j[len(j) // 2]["job_seconds"]))
+    with open(os.path.join(args.out, "e2e_results.json"), "w") as f:
+        json.dump({"rows": rows, "raw": results, "mean_jpeg_kb": statistics.mean(sizes) / 1000}, f, indent=1)
+
+    print(f"| scenario | PyTorch img/s | Joader img/s | speed-up | PyTorch CPU ms/img | Joader CPU ms/img | "
+          f"CPU ratio | Joader L/D | per-job time, PyTorch (s) | per-job time, Joader (s) | slowest job ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|")
+    for r in rows:
+        print(f"| {r['name']} | {r['torch_ips']:.0f} | {r['joader_ips']:.0f} | {r['speedup']:.2f}× | "
+              f"{r['torch_cpu']:.2f} | {r['joader_cpu']:.2f} | {r['cpu_ratio']:.2f}× | {r['ld']:.3f} | "
+              f"{', '.join(map(str, r['torch_jobs']))} | {', '.join(map(str, r['joader_jobs']))} | {r['slowest']:.2f} |")
+    plot(rows, os.path.join(args.out, "e2e.png"))
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [r["name"].split(":")[0] + ("" if not r["name"].startswith("b") else r["name"][5:8]) for r in rows]
+    x = range(len(rows))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    w = 0.38
+    ax1.bar([i - w / 2 for i in x], [r["torch_ips"] for r in rows], w, label="k × PyTorch DataLoader")
+    ax1.bar([i + w / 2 for i in x], [r["joader_ips"] for r in rows], w, label="Joader")
+    ax1.set_xticks(list(x), labels)
+    ax1.set_ylabel("aggregate images/s")
+    ax1.set_title("Throughput (higher is better)")
+    ax1.legend()
+    ax2.bar([i - w / 2 for i in x], [r["torch_cpu"] for r in rows], w, label="k × PyTorch DataLoader")
+    ax2.bar([i + w / 2 for i in x], [r["joader_cpu"] for r in rows], w, label="Joader")
+    ax2.set_xticks(list(x), labels)
+    ax2.set_ylabel("CPU ms per delivered image")
+    ax2.set_title("CPU per image (lower is better)")
+    fig.suptitle("2 vCPUs, 500x375 JPEGs -> Resize(256) -> CenterCrop(224); medians of paired runs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+if __name__ == "__main__":
+    main()
