@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <algorithm>
+#include <cmath>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <opencv2/core/utility.hpp>
-#include <opencv2/imgproc.hpp>
 
 namespace joader {
 namespace {
@@ -236,20 +236,105 @@ int64_t center_offset(uint64_t d, uint64_t c) {
   return static_cast<int64_t>(n / 2 + ((n & 1) & ((n / 2) & 1)));
 }
 
-// Copies the crop×crop window at (g.crop_left, g.crop_top) of `resized` into out, with zeros
-// where the window lies outside the image (CenterCrop's padding).
-void copy_window(const cv::Mat& resized, const PrepGeometry& g, int64_t crop,
-                 std::vector<uint8_t>& out) {
-  const int64_t x0 = std::max<int64_t>(0, -g.crop_left),
-                x1 = std::min<int64_t>(crop, resized.cols - g.crop_left);
-  const int64_t y0 = std::max<int64_t>(0, -g.crop_top),
-                y1 = std::min<int64_t>(crop, resized.rows - g.crop_top);
-  out.resize(static_cast<size_t>(crop * crop * 3));
-  if (x0 > 0 || y0 > 0 || x1 < crop || y1 < crop) std::fill(out.begin(), out.end(), 0);
-  for (int64_t y = y0; y < y1; ++y) {
-    const uint8_t* row = resized.ptr<uint8_t>(static_cast<int>(y + g.crop_top));
-    std::memcpy(&out[static_cast<size_t>((y * crop + x0) * 3)], row + (x0 + g.crop_left) * 3,
-                static_cast<size_t>((x1 - x0) * 3));
+// PIL's bilinear resampling, which torchvision's Resize applies to PIL images
+// (Image.resize(size, BILINEAR), libImaging/Resample.c): a triangle filter widened by the scale
+// when shrinking (antialiasing), weights normalised per output pixel and rounded to fixed point
+// with 22 fraction bits, a horizontal pass into uint8 rows, then a vertical pass. Reproduced
+// arithmetic for arithmetic so that the bytes equal torchvision's pipeline; computed only for
+// the crop window, since each output pixel depends on its own coefficients alone.
+constexpr int kPrecisionBits = 22;
+
+struct Coefficients {
+  int ksize = 0;
+  std::vector<int> first, count;  // input span of each output position
+  std::vector<int32_t> weights;   // ksize per output position
+};
+
+// Coefficients of output positions [out0, out0 + n) of an in_size -> out_size resize.
+Coefficients bilinear_coefficients(int64_t in_size, int64_t out_size, int64_t out0, int64_t n) {
+  const double scale = static_cast<double>(static_cast<float>(in_size)) / static_cast<double>(out_size);
+  const double filterscale = std::max(1.0, scale);
+  const double support = 1.0 * filterscale;
+  Coefficients c;
+  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.first.resize(n);
+  c.count.resize(n);
+  c.weights.assign(static_cast<size_t>(n * c.ksize), 0);
+  std::vector<double> w(c.ksize);
+  for (int64_t i = 0; i < n; ++i) {
+    const double center = (static_cast<double>(out0 + i) + 0.5) * scale;
+    int xmin = static_cast<int>(center - support + 0.5);  // truncation, as C's (int) cast
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = static_cast<int>(in_size);
+    xmax -= xmin;
+    double total = 0;
+    for (int x = 0; x < xmax; ++x) {
+      const double t = std::fabs((x + xmin - center + 0.5) / filterscale);
+      w[x] = t < 1.0 ? 1.0 - t : 0.0;
+      total += w[x];
+    }
+    for (int x = 0; x < xmax; ++x) {
+      const double v = total != 0.0 ? w[x] / total : w[x];
+      c.weights[static_cast<size_t>(i * c.ksize + x)] =
+          static_cast<int32_t>(v < 0 ? -0.5 + v * (1 << kPrecisionBits) : 0.5 + v * (1 << kPrecisionBits));
+    }
+    c.first[i] = xmin;
+    c.count[i] = xmax;
+  }
+  return c;
+}
+
+inline uint8_t clip8(int32_t v) {
+  if (v >= (1 << kPrecisionBits << 8)) return 255;
+  if (v <= 0) return 0;
+  return static_cast<uint8_t>(v >> kPrecisionBits);
+}
+
+// Resizes `img` to g.resized_width×g.resized_height as PIL's bilinear filter does and writes the
+// crop×crop window at (g.crop_left, g.crop_top) into out, zeros where it lies outside the image.
+void resize_window(const Image& img, const PrepGeometry& g, int64_t crop, std::vector<uint8_t>& out) {
+  const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
+  const int64_t ox0 = std::max<int64_t>(0, g.crop_left), ox1 = std::min<int64_t>(W, g.crop_left + crop);
+  const int64_t oy0 = std::max<int64_t>(0, g.crop_top), oy1 = std::min<int64_t>(H, g.crop_top + crop);
+  out.assign(static_cast<size_t>(crop * crop * 3), 0);
+  if (ox1 <= ox0 || oy1 <= oy0) return;
+  const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
+  const Coefficients h = bilinear_coefficients(img.width, W, ox0, nx);
+  const Coefficients v = bilinear_coefficients(img.height, H, oy0, ny);
+  const int row_first = v.first[0];
+  const int row_last = v.first[ny - 1] + v.count[ny - 1];
+  // Horizontal pass over the input rows the window needs.
+  std::vector<uint8_t> rows(static_cast<size_t>((row_last - row_first) * nx * 3));
+  for (int y = row_first; y < row_last; ++y) {
+    const uint8_t* in = &img.rgb[static_cast<size_t>(y) * img.width * 3];
+    uint8_t* dst = &rows[static_cast<size_t>((y - row_first) * nx * 3)];
+    for (int64_t i = 0; i < nx; ++i) {
+      const int32_t* k = &h.weights[static_cast<size_t>(i * h.ksize)];
+      const uint8_t* src = in + static_cast<size_t>(h.first[i]) * 3;
+      int32_t r = 1 << (kPrecisionBits - 1), gg = r, b = r;
+      for (int x = 0; x < h.count[i]; ++x) {
+        r += src[3 * x] * k[x];
+        gg += src[3 * x + 1] * k[x];
+        b += src[3 * x + 2] * k[x];
+      }
+      dst[3 * i] = clip8(r);
+      dst[3 * i + 1] = clip8(gg);
+      dst[3 * i + 2] = clip8(b);
+    }
+  }
+  // Vertical pass, straight into the output window.
+  std::vector<int32_t> acc(static_cast<size_t>(nx * 3));
+  for (int64_t j = 0; j < ny; ++j) {
+    const int32_t* k = &v.weights[static_cast<size_t>(j * v.ksize)];
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    for (int y = 0; y < v.count[j]; ++y) {
+      const uint8_t* src = &rows[static_cast<size_t>((v.first[j] - row_first + y) * nx * 3)];
+      const int32_t w = k[y];
+      for (int64_t i = 0; i < nx * 3; ++i) acc[i] += src[i] * w;
+    }
+    uint8_t* dst = &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop + (ox0 - g.crop_left)) * 3)];
+    for (int64_t i = 0; i < nx * 3; ++i) dst[i] = clip8(acc[i]);
   }
 }
 
@@ -301,25 +386,16 @@ void prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector
   check_decode_spec(spec);
   Image img = decode_image(encoded, spec.max_pixels);
   const PrepGeometry g = prep_geometry(spec, img.width, img.height);
-  // Also keeps the sizes within the int that cv::Size holds.
+  // Also keeps the sizes within an int.
   const uint64_t limit = std::min<uint64_t>(spec.max_pixels, INT_MAX);
   if (g.resized_width > limit / g.resized_height)
     throw PrepError("image of " + std::to_string(img.width) + "×" + std::to_string(img.height) +
                     " pixels would resize to " + std::to_string(g.resized_width) + "×" +
                     std::to_string(g.resized_height) + ", more than the limit of " +
                     std::to_string(limit));
-  const cv::Mat decoded(static_cast<int>(img.height), static_cast<int>(img.width), CV_8UC3,
-                        img.rgb.data());
-  // torchvision leaves an image that already has the target size alone.
-  if (g.resized_width == img.width && g.resized_height == img.height) {
-    copy_window(decoded, g, spec.crop, out);
-    return;
-  }
-  cv::Mat resized;
-  cv::resize(decoded, resized,
-             cv::Size(static_cast<int>(g.resized_width), static_cast<int>(g.resized_height)), 0, 0,
-             g.resized_width < img.width ? cv::INTER_AREA : cv::INTER_LINEAR);
-  copy_window(resized, g, spec.crop, out);
+  // torchvision leaves an image that already has the target size alone; the filter is then the
+  // identity, bit for bit, so one path serves both.
+  resize_window(img, g, spec.crop, out);
 }
 
 std::vector<uint8_t> encode_jpeg(const Image& img, int quality) {
@@ -336,7 +412,5 @@ std::vector<uint8_t> encode_jpeg(const Image& img, int quality) {
   if (rc != 0) throw PrepError(std::string("cannot encode JPEG: ") + tjGetErrorStr2(tj));
   return std::vector<uint8_t>(jpeg, jpeg + size);
 }
-
-void use_single_threaded_prep() { cv::setNumThreads(1); }
 
 }  // namespace joader

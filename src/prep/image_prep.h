@@ -1,11 +1,8 @@
 // Image preparation: turns an item's stored bytes into what a job receives, the way torchvision's
 // ImageFolder loader (PIL `Image.open(f).convert('RGB')`) followed by `Resize(S)` and
-// `CenterCrop(C)` would, so that a job sees the same pixels as its PyTorch pipeline up to the
-// resampling filter (OpenCV's, not PIL's; see prepare()).
+// `CenterCrop(C)` would, so that a job sees the same pixels as its PyTorch pipeline.
 //
-// Every function is thread-safe: loader threads call prepare() concurrently. OpenCV may also
-// spread one cv::resize over its own thread pool; a daemon that runs one loader thread per core
-// calls use_single_threaded_prep() once at startup.
+// Every function is thread-safe: loader threads call prepare() concurrently.
 #pragma once
 
 #include <cstdint>
@@ -76,12 +73,10 @@ PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height
 
 // raw mode: out = encoded. Decode mode: decode_image, then resize and center crop as
 // prep_geometry says (zero padding where the resized image is smaller than the crop, like
-// CenterCrop) into out, crop×crop×3 bytes of HWC RGB. The resize is cv::resize with INTER_AREA
-// when shrinking and INTER_LINEAR when enlarging: an approximation of the antialiased bilinear
-// filter torchvision gets from PIL, not bit-identical to it. Measured against Pillow 9.4 with
-// resize 256, crop 224: photos of 720×477 differ by 1.1 to 2.2 on average per byte (at most 20 to
-// 30), line drawings shrunk 8× by 1.5 to 3.7 (at most 50), enlarged images by at most 1.
-// (INTER_LINEAR when shrinking would be 8× faster but twice as far from PIL.) Throws PrepError as
+// CenterCrop) into out, crop×crop×3 bytes of HWC RGB. The resize is PIL's antialiased bilinear
+// filter (what torchvision's Resize does to PIL images), reproduced in its fixed-point arithmetic
+// and computed only for the crop window: the bytes equal torchvision's ImageFolder + Resize +
+// CenterCrop + PILToTensor pipeline (tests/python checks it). Throws PrepError as
 // decode_image does, when the spec is invalid (crop = 0 in decode mode), or when the resized image
 // would exceed max_pixels (extreme aspect ratios).
 void prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out);
@@ -89,8 +84,5 @@ void prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector
 // Encodes img (RGB) as a baseline JPEG with 4:2:0 chroma subsampling (PIL's default) and the
 // accurate DCT, at the given quality (1..100). For the synthetic source and tests.
 std::vector<uint8_t> encode_jpeg(const Image& img, int quality);
-
-// Keeps OpenCV from starting its own threads: the daemon's loader pool is the parallelism.
-void use_single_threaded_prep();
 
 }  // namespace joader

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <thread>
 // OpenCV 4.6's headers do arithmetic across enum types, which C++20 deprecates: not our warning.
-#include <opencv2/imgproc.hpp>
 
 #include <gtest/gtest.h>
 
@@ -297,19 +296,36 @@ TEST(Prepare, CropsTheCentreOfAnImageAlreadyAtTheTargetSize) {
         << "row " << y;
 }
 
+TEST(Prepare, ShrinksWithPilsAntialiasedBilinearFilter) {
+  // A 4x2 image whose rows are 0, 100, 200, 255 (grey). Resize(1) makes it 2x1, CenterCrop(1)
+  // keeps column 0. PIL's filter at scale 2 is a triangle of support 2: column 0 averages input
+  // columns 0..2 with weights 3/7, 3/7, 1/7 -> 100·3/7 + 200/7 = 71.43 -> 71.
+  Bytes rgb;
+  for (int y = 0; y < 2; ++y)
+    for (uint8_t v : {0, 100, 200, 255}) rgb.insert(rgb.end(), {v, v, v});
+  Bytes out;
+  prepare(decode_spec(1, 1), write_png(rgb.data(), 4, 2, PNG_FORMAT_RGB), out);
+  EXPECT_EQ(out, (Bytes{71, 71, 71}));
+  // 6x2 -> 3x1; column 1 is centred on input x = 3: weights 1/8, 3/8, 3/8, 1/8 over input
+  // columns 1..4 = 100, 200, 255, 255 -> 215. (Pillow 9.4 gives [71 209] and [71 215 255].)
+  Bytes wide;
+  for (int y = 0; y < 2; ++y)
+    for (uint8_t v : {0, 100, 200, 255, 255, 255}) wide.insert(wide.end(), {v, v, v});
+  const PrepGeometry g = prep_geometry(decode_spec(1, 1), 6, 2);  // 6x2 -> 3x1, crop at column 1
+  ASSERT_EQ(g.crop_left, 1);
+  prepare(decode_spec(1, 1), write_png(wide.data(), 6, 2, PNG_FORMAT_RGB), out);
+  EXPECT_EQ(out, (Bytes{215, 215, 215}));
+}
+
 TEST(Prepare, ResizesTheShorterSideThenCropsTheCentre) {
   const Bytes jpeg = encode_jpeg(noise_image(500, 375), 90);
   Bytes out;
   prepare(decode_spec(256, 224), jpeg, out);
   ASSERT_EQ(out.size(), 224u * 224 * 3);
-  // The same steps spelled out: decode, shrink to 341x256 (INTER_AREA), window at (58, 16).
-  Image decoded = decode_image(jpeg, PrepSpec().max_pixels);
-  cv::Mat resized;
-  cv::resize(cv::Mat(375, 500, CV_8UC3, decoded.rgb.data()), resized, cv::Size(341, 256), 0, 0,
-             cv::INTER_AREA);
-  for (int y = 0; y < 224; ++y)
-    ASSERT_EQ(0, std::memcmp(&out[y * 224 * 3], resized.ptr<uint8_t>(y + 16) + 58 * 3, 224 * 3))
-        << "row " << y;
+  // A flat image stays flat through the filter (weights sum to one after rounding).
+  Image flat{500, 375, Bytes(500 * 375 * 3, 123)};
+  prepare(decode_spec(256, 224), write_png(flat.rgb.data(), 500, 375, PNG_FORMAT_RGB), out);
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](uint8_t v) { return v == 123; }));
 }
 
 TEST(Prepare, PadsWithZerosWhereTheResizedImageIsSmallerThanTheCrop) {

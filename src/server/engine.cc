@@ -76,7 +76,6 @@ Engine::Engine(EngineOptions options)
     allocator_.free(it->second.offset, it->second.length);
     resident_.erase(it);
   });
-  use_single_threaded_prep();
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
   dispatcher_ = std::thread([this] { dispatch_loop(); });

@@ -155,25 +155,28 @@ def test_data_parallel_parts_are_padded_like_distributed_sampler():
     assert [len(joader.torch.partition(5, 2, r, 0, 0, drop_last=True)) for r in range(2)] == [2, 2]
 
 
-def test_images_equal_an_independent_decode_within_tolerance(client, workdir):
+def test_images_equal_torchvisions_pipeline_byte_for_byte(client, workdir):
+    # The daemon decodes with libjpeg-turbo and resizes with PIL's filter reproduced in C++:
+    # the tensors equal ImageFolder + Resize + CenterCrop + PILToTensor exactly.
     import torchvision
-    from torchvision.transforms import functional as F
+    from torchvision import transforms
     root = os.path.join(workdir, "images")
-    make_images(root, classes=2, per_class=4, size="120x90")
+    make_images(root, classes=2, per_class=6, size="120x90")
+    make_images(os.path.join(workdir, "tall"), classes=1, per_class=4, size="50x130")
+    os.rename(os.path.join(workdir, "tall", "class0"), os.path.join(root, "class2"))
     client.add_dataset("imgs", source=f"imagefolder:{root}", resize=72, crop=64)
-    folder = torchvision.datasets.ImageFolder(root)
-    dl = joader.torch.DataLoader("imgs", batch_size=8, client=client, with_indices=True)
-    images, labels, ids = next(iter(dl))
-    assert images.shape == (8, 3, 64, 64) and images.dtype == torch.uint8
-    for img, label, item in zip(images, labels, ids.tolist()):
-        path, target = folder.samples[item]
-        assert int(label) == target
-        ref = torchvision.io.decode_jpeg(torchvision.io.read_file(path))
-        ref = F.center_crop(F.resize(ref, 72, antialias=True), 64)
-        diff = (img.int() - ref.int()).abs().float()
-        # Same decoder family (libjpeg), different resampling filter: OpenCV's area filter vs
-        # torchvision's antialiased bilinear.
-        assert diff.mean() < 4.0 and diff.max() < 80, (path, diff.mean(), diff.max())
+    reference = torchvision.datasets.ImageFolder(root, transform=transforms.Compose(
+        [transforms.Resize(72), transforms.CenterCrop(64), transforms.PILToTensor()]))
+    dl = joader.torch.DataLoader("imgs", batch_size=16, client=client, with_indices=True)
+    checked = 0
+    for images, labels, ids in dl:
+        assert images.shape[1:] == (3, 64, 64) and images.dtype == torch.uint8
+        for img, label, item in zip(images, labels, ids.tolist()):
+            ref, target = reference[item]
+            assert int(label) == target
+            assert torch.equal(img, ref), (reference.samples[item][0], (img.int() - ref.int()).abs().max())
+            checked += 1
+    assert checked == len(reference) == 16
 
 
 def test_a_short_training_loop_reduces_the_loss(client, workdir):
