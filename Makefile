@@ -9,7 +9,8 @@ PACKAGES := build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev lib
             libgtest-dev libgmock-dev libbenchmark-dev python3 \
             libturbojpeg0-dev libpng-dev liblmdb-dev \
             libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-            pybind11-dev python3-dev python3-pytest python3-numpy python3-torch python3-torchvision
+            pybind11-dev python3-dev python3-pytest python3-numpy python3-torch python3-torchvision \
+            python3-matplotlib
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -39,6 +40,8 @@ bench: build
 	$(BUILD)/sampler_bench --benchmark_min_time=1
 	/usr/bin/python3 bench/ld_table.py --joader $(BUILD)/joader
 	JOADER_BUILD=$(BUILD) /usr/bin/python3 bench/daemon_bench.py
+	/usr/bin/python3 bench/e2e/run.py --build $(BUILD) --out docs
+	$(BUILD)/prep_bench --benchmark_min_time=1 $(BUILD)/e2e-data
 
 # Sanitizer builds live in their own folders; the tests are the same.
 test-asan:

@@ -128,7 +128,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--images", type=int, default=2000)
     ap.add_argument("--out", default="docs")
+    ap.add_argument("--plot-only", action="store_true", help="redraw the plot from OUT/e2e_results.json")
     args = ap.parse_args()
+    if args.plot_only:
+        with open(os.path.join(args.out, "e2e_results.json")) as f:
+            return plot(json.load(f)["rows"], os.path.join(args.out, "e2e.png"))
     build = os.path.abspath(args.build)
     root = os.path.join(build, "e2e-data")
     make_data(build, root, args.images)
@@ -183,7 +187,7 @@ def plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    labels = [r["name"].split(":")[0] + ("" if not r["name"].startswith("b") else r["name"][5:8]) for r in rows]
+    labels = [r["name"].split(",")[0].replace(": ", " ").replace(" identical", "") for r in rows]
     x = range(len(rows))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     w = 0.38

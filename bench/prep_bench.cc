@@ -1,0 +1,66 @@
+// Image preparation cost per item on real files: decode only, and the whole prep (decode, PIL
+// bilinear resize of the crop window, center crop), one thread.
+//
+//   build/prep_bench --benchmark_min_time=1 [DIR]      (DIR: an ImageFolder; default build/e2e-data)
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "prep/image_prep.h"
+
+namespace joader {
+namespace {
+
+std::string g_dir = "build/e2e-data";
+
+const std::vector<std::vector<uint8_t>>& files() {
+  static const std::vector<std::vector<uint8_t>> all = [] {
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(g_dir)) {
+      if (!e.is_regular_file() || e.path().extension() != ".jpg") continue;
+      std::ifstream f(e.path(), std::ios::binary);
+      out.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      if (out.size() == 200) break;
+    }
+    if (out.empty()) {
+      std::fprintf(stderr, "no .jpg under %s (run bench/e2e/run.py once, or pass a folder)\n", g_dir.c_str());
+      std::exit(2);
+    }
+    return out;
+  }();
+  return all;
+}
+
+void BM_DecodeOnly(benchmark::State& state) {
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(decode_image(files()[i++ % files().size()], 1ull << 30));
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Prepare_Resize256_Crop224(benchmark::State& state) {
+  PrepSpec spec;
+  spec.raw = false;
+  spec.resize = 256;
+  spec.crop = 224;
+  std::vector<uint8_t> out;
+  size_t i = 0;
+  for (auto _ : state) prepare(spec, files()[i++ % files().size()], out);
+  state.SetItemsProcessed(state.iterations());
+}
+
+BENCHMARK(BM_DecodeOnly)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Prepare_Resize256_Crop224)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace joader
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (argc > 1) joader::g_dir = argv[1];
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
