@@ -1,13 +1,11 @@
 """One Joader job: joader.torch.DataLoader on the same ImageFolder (registered in the daemon with
 resize 256, crop 224). Prints one JSON line: {"items", "seconds", "start", "end"}."""
 import argparse
-import json
-import time
 
-import numpy as np
 import torch
 
 import joader
+import timed
 from joader.torch import DataLoader
 
 
@@ -23,20 +21,9 @@ def main():
     torch.set_num_threads(1)
     client = joader.Client(args.socket)
     n = client.dataset("e2e")["items"]
-    ids = None
-    if args.share < 1.0:
-        ids = np.random.default_rng(args.subset_seed).permutation(n)[: int(n * args.share)]
+    ids = timed.subset(n, args.share, args.subset_seed)
     loader = DataLoader("e2e", batch_size=args.batch_size, indices=ids, epochs=args.epochs, client=client)
-    start = time.monotonic()
-    items = 0
-    for _ in range(args.epochs):
-        for images, labels in loader:
-            items += len(labels)
-            if args.sleep_ms:
-                time.sleep(args.sleep_ms / 1000)
-    end = time.monotonic()
-    print(json.dumps({"items": items, "seconds": end - start, "start": start, "end": end}))
-
+    timed.run(loader, args.epochs, args.sleep_ms)
 
 if __name__ == "__main__":
     main()

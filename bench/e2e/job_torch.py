@@ -1,13 +1,12 @@
 """One baseline job: torch.utils.data.DataLoader over torchvision's ImageFolder, as users run it
 today. Prints one JSON line: {"items", "seconds", "start", "end"} (monotonic clock)."""
 import argparse
-import json
-import time
 
-import numpy as np
 import torch
 import torchvision
 from torchvision import transforms
+
+import timed
 
 
 def main():
@@ -23,21 +22,12 @@ def main():
     torch.set_num_threads(1)
     tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.PILToTensor()])
     ds = torchvision.datasets.ImageFolder(args.root, transform=tf)
-    if args.share < 1.0:
-        ids = np.random.default_rng(args.subset_seed).permutation(len(ds))[: int(len(ds) * args.share)]
+    ids = timed.subset(len(ds), args.share, args.subset_seed)
+    if ids is not None:
         ds = torch.utils.data.Subset(ds, ids.tolist())
     loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                                          persistent_workers=args.workers > 0)
-    start = time.monotonic()
-    items = 0
-    for _ in range(args.epochs):
-        for images, labels in loader:
-            items += len(labels)
-            if args.sleep_ms:
-                time.sleep(args.sleep_ms / 1000)
-    end = time.monotonic()
-    print(json.dumps({"items": items, "seconds": end - start, "start": start, "end": end}))
-
+    timed.run(loader, args.epochs, args.sleep_ms)
 
 if __name__ == "__main__":
     main()
