@@ -64,6 +64,7 @@ struct Batch {
 
 class ArenaView;
 
+// Not thread-safe: one thread calls next(), ack() and close().
 class Job {
  public:
   ~Job();  // closes the stream: the daemon releases the job at once

@@ -27,12 +27,15 @@ SharedArena::SharedArena(uint64_t size) : size_(size) {
   name_ = "/" + prefix() + std::to_string(getpid()) + "-" + std::to_string(counter++);
   const int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) fail("cannot create shared memory " + name_);
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  // posix_fallocate, not just ftruncate: a sparse object larger than what /dev/shm can hold would
+  // kill the daemon with SIGBUS at the first write beyond the limit, long after start-up.
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0 || (errno = posix_fallocate(fd, 0, static_cast<off_t>(size))) != 0) {
     const int err = errno;
     close(fd);
     shm_unlink(name_.c_str());
     errno = err;
-    fail("cannot size shared memory " + name_ + " to " + std::to_string(size) + " bytes");
+    fail("cannot reserve " + std::to_string(size) + " bytes of shared memory for the cache (is /dev/shm large enough? "
+         "use a smaller --cache-size)");
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
@@ -59,7 +62,8 @@ int SharedArena::remove_stale() {
     const std::string name = e->d_name;
     if (name.rfind(mine, 0) != 0) continue;
     const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + mine.size(), nullptr, 10));
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+    // Our own pid can only be a leftover of a dead daemon that had the same pid (containers).
+    if (pid > 0 && (pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH))) {
       removed += shm_unlink(("/" + name).c_str()) == 0;
     }
   }

@@ -95,7 +95,6 @@ void Engine::shutdown() {
   dispatch_cv_.notify_all();
   if (dispatcher_.joinable()) dispatcher_.join();
   for (auto& t : loaders_) t.join();
-  loaders_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -161,7 +160,10 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   ds->prep.resize = req.resize();
   ds->prep.crop = req.crop();
   try {
-    ds->source = open_source(req.source(), progress);  // indexing: outside the lock
+    ds->source = open_source(req.source(), [&](size_t n) {
+      if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
+      if (progress) progress(n);
+    });  // indexing: outside the lock
   } catch (const SourceError& e) {
     throw EngineError(EngineError::kInvalidArgument, e.what());
   }
@@ -427,26 +429,37 @@ void Engine::loader_loop() {
       }
     }
     lk.lock();
+    const uint64_t size = prepared.size();
+    const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
+    if (error.empty() && rsize > ds->item_bytes) {  // the reservations would not cover it
+      error = "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): prepared size " +
+              std::to_string(size) + " bytes is more than the " + std::to_string(ds->item_bytes) +
+              " bytes reserved per item of this dataset (did the file grow after indexing?)";
+    }
     if (!error.empty()) {
       finish_load(key, nullptr, error);
       continue;
     }
-    // Room in the arena: reservations guarantee it once unpinned items are evicted; with
-    // variable-size items fragmentation may still need a wait for pins to be released.
-    const uint64_t size = prepared.size();
-    const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
+    // Room in the arena: reservations guarantee it once unpinned items are evicted. Items of
+    // different sizes (raw data, several datasets) can fragment it; then wait for pins to be
+    // released, and give up on the item after a while rather than hang its jobs.
     std::optional<uint64_t> offset;
-    while (!stopping_) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!stopping_ && std::chrono::steady_clock::now() < give_up) {
       if (cache_->make_room(rsize)) {
         offset = allocator_.allocate(rsize);
-        if (offset || cache_->evict_one()) {
-          if (offset) break;
-          continue;
-        }
+        if (offset) break;
+        if (cache_->evict_one()) continue;
       }
       space_cv_.wait_for(lk, std::chrono::milliseconds(100));
     }
-    if (!offset) return;  // stopping
+    if (stopping_) return;
+    if (!offset) {
+      finish_load(key, nullptr, "item " + std::to_string(item) + " (" + ds->source->item(item).path +
+                                    "): no contiguous " + std::to_string(rsize) +
+                                    " bytes free in the cache for 30 s (fragmented by items of other sizes)");
+      continue;
+    }
     resident_[key] = Resident{*offset, size};
     cache_->insert(key, rsize);
     cache_->pin(key);  // nobody may evict it while the bytes are copied in
@@ -462,9 +475,11 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
   auto it = loads_.find(key);
   Load load = std::move(it->second);
   loads_.erase(it);
-  if (bytes == nullptr) {  // every job that was to receive the item misses it: count each
-    load.dataset->skipped += load.waiters.size();
-    n_skipped_ += load.waiters.size();
+  if (bytes == nullptr) {
+    if (load.dataset->skip_bad_items()) {  // every job that was to receive the item misses it
+      load.dataset->skipped += load.waiters.size();
+      n_skipped_ += load.waiters.size();
+    }
     for (auto [job, entry] : load.waiters) {
       entry->state = Entry::kFailed;
       if (load.dataset->skip_bad_items()) {

@@ -85,6 +85,10 @@ class Engine {
   std::vector<v1::DatasetInfo> list_datasets();
   void remove_dataset(const std::string& name);
   v1::StatusReply status();
+  bool stopping() {
+    std::lock_guard lk(mu_);
+    return stopping_;
+  }
 
   using JobId = uint64_t;
   // Registers a job; throws EngineError on bad input.

@@ -22,11 +22,13 @@ grpc::Status to_status(const EngineError& e) { return grpc::Status(to_grpc(e.cod
 
 }  // namespace
 
-grpc::Status JoaderService::AddDataset(grpc::ServerContext*, const v1::AddDatasetRequest* req,
+grpc::Status JoaderService::AddDataset(grpc::ServerContext* ctx, const v1::AddDatasetRequest* req,
                                        grpc::ServerWriter<v1::AddDatasetProgress>* writer) {
   try {
     v1::AddDatasetProgress msg;
-    const v1::DatasetInfo info = engine_.add_dataset(*req, [writer](size_t n) {
+    const v1::DatasetInfo info = engine_.add_dataset(*req, [ctx, writer](size_t n) {
+      // Indexing a large folder stops when the client leaves or the daemon shuts down.
+      if (ctx->IsCancelled()) throw EngineError(EngineError::kUnavailable, "indexing cancelled");
       v1::AddDatasetProgress p;
       p.set_indexed(n);
       writer->Write(p);
@@ -86,8 +88,8 @@ grpc::Status JoaderService::Job(grpc::ServerContext*, grpc::ServerReaderWriter<v
       if (!msg.has_ack()) continue;
       try {
         engine_.ack(id, msg.ack().seq());
-      } catch (const EngineError&) {
-        // an unknown sequence number: ignore, the batch was already released
+      } catch (const std::exception&) {
+        // an unknown sequence number (the batch was already released): nothing to undo
       }
     }
     engine_.close_job(id);
@@ -110,7 +112,10 @@ grpc::Status JoaderService::Job(grpc::ServerContext*, grpc::ServerReaderWriter<v
     }
   } catch (const EngineError& e) {
     result = to_status(e);
+  } catch (const std::exception& e) {
+    result = grpc::Status(grpc::StatusCode::INTERNAL, e.what());
   }
+  engine_.close_job(id);  // release pins and reservation now, not when the client half-closes
   reply.Clear();
   reply.mutable_end()->set_code(result.error_code());
   reply.mutable_end()->set_message(result.error_message());

@@ -243,3 +243,11 @@ def test_bad_files_are_skipped_and_counted_with_on_error_skip(daemon, workdir):
     expect_exact_epochs(epochs, range(3, 33), 2)
     s = daemon.status()
     assert s["skipped"] == 6 and s["datasets"][0]["skipped"] == 6
+
+
+def test_a_cache_larger_than_the_shared_memory_is_refused_at_start(workdir):
+    r = subprocess.run([os.environ.get("JOADER_BIN", "build/joader"), "serve", "--socket",
+                        os.path.join(workdir, "big.sock"), "--cache-size", "64TiB"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "cannot reserve" in r.stderr and "--cache-size" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(workdir, "big.sock"))
