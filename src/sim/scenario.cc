@@ -113,7 +113,7 @@ Scenario parse_scenario(const std::string& text) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     throw ScenarioError(std::string("malformed JSON: ") + e.what());
   }
   if (!doc.is_object()) fail("scenario", "expected a JSON object at the top level");

@@ -50,6 +50,8 @@ TEST(Scenario, BadInputGetsAOneLineErrorNamingThePlace) {
   const auto jobs = [](const std::string& j) { return R"({"universe": 10, "jobs": [)" + j + "]}"; };
   EXPECT_EQ(error_of("{\"universe\": 10,"), "malformed JSON: [json.exception.parse_error.101] parse error at line 1, column 17: syntax error while parsing object key - unexpected end of input; expected string literal");
   EXPECT_EQ(error_of("[]"), "scenario: expected a JSON object at the top level");
+  // Found by fuzz/scenario_fuzz: a number too large for a double is nlohmann's out_of_range.
+  EXPECT_EQ(error_of(R"({"universe": 1e999})").rfind("malformed JSON: ", 0), 0u);
   EXPECT_EQ(error_of(R"({"jobs": []})"), "scenario: missing field 'universe' (the item count)");
   EXPECT_EQ(error_of(R"({"universe": 10, "jobs": []})"), "jobs: expected a non-empty array of jobs");
   EXPECT_EQ(error_of(R"({"universe": -1, "jobs": []})"), "universe: expected a non-negative integer, got -1");

@@ -26,6 +26,7 @@ check() {  # name, expected substring, scenario text (or @missing for a missing 
 ok_jobs='"jobs": [{"subset": {"all": true}}]'
 check malformed_json   'malformed JSON'                   '{"universe": 10,'
 check not_an_object    'expected a JSON object'           '[1, 2]'
+check huge_number      'malformed JSON'                   '{"universe": 1e999, "jobs": []}'
 check missing_file     'cannot read scenario file'        '@missing'
 check unknown_sampler  "unknown sampler 'random'"         "{\"universe\": 10, \"sampler\": \"random\", $ok_jobs}"
 check unknown_policy   "unknown policy 'mru'"             "{\"universe\": 10, \"policy\": \"mru\", $ok_jobs}"
