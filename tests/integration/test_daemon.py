@@ -251,3 +251,40 @@ def test_a_cache_larger_than_the_shared_memory_is_refused_at_start(workdir):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "cannot reserve" in r.stderr and "--cache-size" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(workdir, "big.sock"))
+
+
+def test_a_killed_daemon_gives_every_client_a_clear_error_within_a_second(daemon):
+    add_synthetic(daemon)
+    jobs = [daemon.client("synth", "--batch", "8", "--epochs", "0", "--delay-ms", "5") for _ in range(2)]
+    for job in jobs:
+        assert job.stdout.readline()
+    daemon.proc.send_signal(signal.SIGKILL)
+    daemon.proc.wait()
+    killed = time.monotonic()
+    for job in jobs:
+        code, _, err = received(job, timeout=10)
+        assert code == 3 and "lost the Joader daemon" in err, err
+    assert time.monotonic() - killed < 1.0
+
+
+def test_a_stopped_client_holds_only_its_own_items_and_resumes_after_sigcont(daemon):
+    add_synthetic(daemon)
+    hung = daemon.client("synth", "--batch", "8", "--epochs", "2", "--delay-ms", "2", "--name", "hung")
+    deadline = time.monotonic() + 10
+    while not any(j["name"] == "hung" and j["delivered"] > 0 for j in daemon.status()["jobs"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    hung.send_signal(signal.SIGSTOP)
+    try:
+        other = daemon.client("synth", "--batch", "8", "--epochs", "2", "--name", "other")
+        code, epochs, err = received(other)
+        assert code == 0, err
+        expect_exact_epochs(epochs, range(400), 2)
+        s = daemon.status()
+        (h,) = [j for j in s["jobs"] if j["name"] == "hung"]
+        assert s["pinned_bytes"] <= h["queued"] * 3072
+    finally:
+        hung.send_signal(signal.SIGCONT)
+    code, epochs, err = received(hung)
+    assert code == 0, err
+    expect_exact_epochs(epochs, range(400), 2)
