@@ -288,3 +288,44 @@ def test_a_stopped_client_holds_only_its_own_items_and_resumes_after_sigcont(dae
     code, epochs, err = received(hung)
     assert code == 0, err
     expect_exact_epochs(epochs, range(400), 2)
+
+
+def test_a_broken_symlink_in_an_imagefolder_fails_the_job_naming_its_path(daemon, workdir):
+    root = os.path.join(workdir, "images")
+    make_images(root)
+    link = os.path.join(root, "class1", "aaa_gone.jpg")
+    os.symlink(os.path.join(workdir, "nowhere.jpg"), link)  # torchvision lists it too
+    daemon.cli("dataset", "add", "imgs", "--source", f"imagefolder:{root}", "--crop", "32")
+    err = client_error(daemon, "imgs", "--ids", "10", "--batch", "1")
+    assert f"item 10 ({link})" in err, err
+
+
+def test_a_filelist_with_a_missing_path_or_a_malformed_line_is_refused_naming_the_line(daemon, workdir):
+    root = os.path.join(workdir, "images")
+    make_images(root, classes=1, per_class=2)
+    good = os.path.join(root, "class0", "img_0000.jpg")
+    for name, text, words in (("missing", f"{good}\t0\n/no/such.jpg\t1\n", "line 2"),
+                              ("malformed", f"{good}\t0\njust-a-path\n", "line 2")):
+        lst = os.path.join(workdir, f"{name}.txt")
+        with open(lst, "w") as f:
+            f.write(text)
+        r = daemon.cli("dataset", "add", name, "--source", f"filelist:{lst}", "--crop", "16", check=False)
+        assert r.returncode == 1 and words in r.stderr, r.stderr
+    lst = os.path.join(workdir, "ok.txt")
+    with open(lst, "w") as f:
+        f.write(f"# a comment\n\n{good}\t7\n")
+    daemon.cli("dataset", "add", "ok", "--source", f"filelist:{lst}", "--crop", "16")
+    code, epochs, err = received(daemon.client("ok", "--batch", "1", "--epochs", "2"))
+    assert code == 0 and epochs == {0: [0], 1: [0]}, err
+
+
+def test_absurd_job_requests_get_clear_errors(daemon):
+    add_synthetic(daemon)
+    assert "one batch of 4000000000 items" in client_error(daemon, "synth", "--batch", "4000000000")
+    assert "cannot resume in epoch 5 of a job with 2 epochs" in client_error(
+        daemon, "synth", "--epochs", "2", "--resume-epoch", "5")
+    assert "consumed item 7 is not in the job's subset" in client_error(
+        daemon, "synth", "--ids", "0:5", "--resume-consumed", "7")
+    code, epochs, err = received(daemon.client("synth", "--ids", "0:50", "--batch", "8", "--prefetch", "1000000"))
+    assert code == 0 and sorted(epochs[0]) == list(range(50)), err
+    assert daemon.proc.poll() is None
