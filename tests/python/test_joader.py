@@ -235,3 +235,36 @@ def test_the_resnet_example_trains_a_few_steps(daemon, workdir):
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "stopped after 2 steps" in r.stdout
+
+
+def test_jobs_resume_exactly_after_the_daemon_is_killed_and_restarted(workdir):
+    from conftest import Daemon
+    daemon = Daemon(workdir)
+    try:
+        client = joader.Client(daemon.socket)
+        client.add_dataset("synth", source="synthetic:60:16x16", crop=8)
+        loader = joader.Loader("synth", batch_size=7, epochs=2, client=client)
+        seen = []
+        for batch in loader:
+            seen.extend(batch.indices.tolist())
+            if len(seen) >= 21:
+                break
+        state = loader.state_dict()
+        daemon.proc.send_signal(signal.SIGKILL)
+        daemon.proc.wait()
+        with pytest.raises(joader.JoaderError, match="lost the Joader daemon"):
+            for _ in loader.batches():
+                pass
+    finally:
+        daemon.stop()
+    restarted = Daemon(workdir)  # cleans the stale socket and arena
+    try:
+        client = joader.Client(restarted.socket)
+        client.add_dataset("synth", source="synthetic:60:16x16", crop=8)  # datasets are not persisted
+        rest = {0: [], 1: []}
+        for batch in joader.Loader("synth", batch_size=7, epochs=2, client=client, state=state):
+            rest[batch.epoch].extend(batch.indices.tolist())
+        assert sorted(seen + rest[0]) == list(range(60))
+        assert sorted(rest[1]) == list(range(60))
+    finally:
+        restarted.stop()
