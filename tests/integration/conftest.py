@@ -3,33 +3,21 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
-import time
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from daemon_process import DaemonProcess, private_tempdir  # noqa: E402
 
 JOADER = os.environ.get("JOADER_BIN", "build/joader")
 CLIENT = os.environ.get("JOADER_TEST_CLIENT", "build/joader_test_client")
 MAKE_IMAGES = os.environ.get("JOADER_MAKE_IMAGES", "build/make_images")
 
 
-class Daemon:
-    def __init__(self, workdir, cache_size="64MiB", threads=2, extra=()):
-        self.socket = os.path.join(workdir, "joader.sock")
-        self.log = open(os.path.join(workdir, "daemon.log"), "w+")
-        self.proc = subprocess.Popen(
-            [JOADER, "serve", "--socket", self.socket, "--cache-size", cache_size, "--threads", str(threads), *extra],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while "serving on" not in self.output():
-            if self.proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("daemon did not start:\n" + self.output())
-            time.sleep(0.02)
-
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
+class Daemon(DaemonProcess):
+    def __init__(self, workdir, **kwargs):
+        super().__init__(JOADER, workdir, **kwargs)
 
     def cli(self, *args, check=True):
         r = subprocess.run([JOADER, *args, "--socket", self.socket], capture_output=True, text=True, timeout=60)
@@ -45,21 +33,10 @@ class Daemon:
         return subprocess.Popen([CLIENT, "--socket", self.socket, "--dataset", dataset, *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
 
 @pytest.fixture
 def workdir():
-    with tempfile.TemporaryDirectory(prefix="joader-test-") as d:
-        os.chmod(d, 0o700)
+    with private_tempdir("joader-test-") as d:
         yield d
 
 

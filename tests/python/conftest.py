@@ -1,12 +1,12 @@
 """Fixtures for the Python package tests: a real daemon, the package from build/python."""
 import os
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from daemon_process import DaemonProcess, private_tempdir  # noqa: E402
 
 BUILD = os.environ.get("JOADER_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 sys.path.insert(0, os.path.join(BUILD, "python"))
@@ -14,28 +14,13 @@ JOADER = os.path.join(BUILD, "joader")
 MAKE_IMAGES = os.path.join(BUILD, "make_images")
 
 
-class Daemon:
-    def __init__(self, workdir, cache_size="64MiB"):
-        self.socket = os.path.join(workdir, "joader.sock")
-        self.log_path = os.path.join(workdir, "daemon.log")
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([JOADER, "serve", "--socket", self.socket, "--cache-size", cache_size,
-                                          "--threads", "2"], stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while "serving on" not in open(self.log_path).read():
-            assert self.proc.poll() is None and time.time() < deadline, open(self.log_path).read()
-            time.sleep(0.02)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=10)
+def Daemon(workdir, **kwargs):
+    return DaemonProcess(JOADER, workdir, **kwargs)
 
 
 @pytest.fixture
 def workdir():
-    with tempfile.TemporaryDirectory(prefix="joader-py-") as d:
-        os.chmod(d, 0o700)
+    with private_tempdir("joader-py-") as d:
         yield d
 
 
