@@ -41,7 +41,7 @@ bool socket_is_live(const std::string& path) {
 }
 
 struct ServeOptions {
-  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa";
+  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state;
   unsigned threads = 0;
 };
 
@@ -100,12 +100,19 @@ int run_serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  eo.state_path = o.state.empty() ? path + ".datasets.json" : o.state == "none" ? "" : o.state;
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(eo);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
+  }
+  engine->restore_datasets([](const std::string& name, const std::string& why) {
+    fmt::print(stderr, "joader: warning: dataset '{}' not restored: {}\n", name, why);
+  });
+  for (const v1::DatasetInfo& d : engine->list_datasets()) {
+    fmt::print(stderr, "joader: restored dataset '{}' ({} items, {})\n", d.name(), d.items(), d.source());
   }
   JoaderService service(*engine);
   grpc::ServerBuilder builder;
@@ -303,6 +310,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", o->threads, "Loader threads that read and prepare items (default: one per core)");
   cmd->add_option("--policy", o->policy, "Cache policy: refcnt, lru, fifo, rate")->capture_default_str();
   cmd->add_option("--sampler", o->sampler, "dsa, or independent (no coupling: a baseline for benchmarks)")->capture_default_str();
+  cmd->add_option("--state", o->state,
+                  "File keeping the dataset registrations across restarts (default: SOCKET.datasets.json; 'none': not kept)");
   cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });
 }
 

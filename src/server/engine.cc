@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <optional>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 namespace joader {
 
@@ -188,7 +192,53 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   ds->sampler->set_observer(cache_->observer_for(ds->index));
   dataset_by_index_.push_back(ds.get());
   auto& slot = datasets_[req.name()] = std::move(ds);
+  save_datasets();
   return info(*slot);
+}
+
+void Engine::save_datasets() const {
+  if (options_.state_path.empty()) return;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [name, ds] : datasets_) {
+    const v1::AddDatasetRequest& r = ds->spec;
+    list.push_back({{"name", r.name()}, {"source", r.source()}, {"raw", r.raw()}, {"resize", r.resize()},
+                    {"crop", r.crop()}, {"on_error", ds->skip_bad_items() ? "skip" : "fail"}});
+  }
+  // Written whole to a temporary file, then renamed: a crash leaves the old or the new list.
+  const std::string tmp = options_.state_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << nlohmann::json{{"version", 1}, {"datasets", list}}.dump(1) << "\n";
+    if (!out) return;
+  }
+  std::rename(tmp.c_str(), options_.state_path.c_str());
+}
+
+void Engine::restore_datasets(const std::function<void(const std::string&, const std::string&)>& on_error) {
+  if (options_.state_path.empty()) return;
+  std::ifstream in(options_.state_path);
+  if (!in) return;  // nothing saved yet
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+    for (const auto& d : doc.at("datasets")) {
+      v1::AddDatasetRequest req;
+      req.set_protocol_version(kProtocolVersion);
+      req.set_name(d.at("name").get<std::string>());
+      req.set_source(d.at("source").get<std::string>());
+      req.set_raw(d.at("raw").get<bool>());
+      req.set_resize(d.at("resize").get<uint32_t>());
+      req.set_crop(d.at("crop").get<uint32_t>());
+      req.set_on_error(d.at("on_error").get<std::string>());
+      try {
+        add_dataset(req, {});
+      } catch (const EngineError& e) {
+        on_error(req.name(), e.what());
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    on_error("(all)", options_.state_path + " is not a valid dataset list: " + e.what());
+  }
 }
 
 std::vector<v1::DatasetInfo> Engine::list_datasets() {
@@ -220,6 +270,7 @@ void Engine::remove_dataset(const std::string& name) {
   dataset_by_index_[ds.index] = nullptr;
   retired_.push_back(std::move(it->second));
   datasets_.erase(it);
+  save_datasets();
 }
 
 // ---------------------------------------------------------------------------------------------

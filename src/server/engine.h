@@ -61,6 +61,9 @@ struct EngineOptions {
   std::string policy = "refcnt";    // refcnt | lru | fifo | rate
   std::string sampler = "dsa";      // dsa | independent (benchmark baseline)
   std::chrono::microseconds tick{1000};
+  // Where the dataset registrations are kept, so that a restarted daemon has them again;
+  // empty: not kept.
+  std::string state_path;
 };
 
 struct BatchOut {
@@ -82,6 +85,9 @@ class Engine {
   const SharedArena& arena() const { return arena_; }
 
   v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, const std::function<void(size_t)>& progress);
+  // Re-adds the datasets saved in options.state_path; calls on_error(name, message) for each one
+  // that cannot be restored (its source moved, say) and goes on.
+  void restore_datasets(const std::function<void(const std::string&, const std::string&)>& on_error);
   std::vector<v1::DatasetInfo> list_datasets();
   void remove_dataset(const std::string& name);
   v1::StatusReply status();
@@ -135,6 +141,7 @@ class Engine {
   void fail_job(Job& j, EngineError::Code code, const std::string& message);
   std::shared_ptr<Job> find_job(JobId id);
   v1::DatasetInfo info(const Dataset& ds) const;
+  void save_datasets() const;  // mu_ held
 
   const EngineOptions options_;
   SharedArena arena_;

@@ -329,3 +329,24 @@ def test_absurd_job_requests_get_clear_errors(daemon):
     code, epochs, err = received(daemon.client("synth", "--ids", "0:50", "--batch", "8", "--prefetch", "1000000"))
     assert code == 0 and sorted(epochs[0]) == list(range(50)), err
     assert daemon.proc.poll() is None
+
+
+def test_datasets_survive_a_daemon_restart_unless_removed(workdir):
+    first = Daemon(workdir)
+    add_synthetic(first)
+    first.cli("dataset", "add", "gone", "--source", "synthetic:10", "--crop", "8")
+    first.cli("dataset", "rm", "gone")
+    first.stop(signal.SIGKILL)
+    second = Daemon(workdir)
+    try:
+        assert [d["name"] for d in second.status()["datasets"]] == ["synth"]
+        assert "restored dataset 'synth'" in second.output()
+        code, epochs, err = received(second.client("synth", "--ids", "0:20", "--batch", "5"))
+        assert code == 0 and sorted(epochs[0]) == list(range(20)), err
+    finally:
+        second.stop()
+    third = Daemon(workdir, extra=("--state", "none"))
+    try:
+        assert third.status()["datasets"] == []
+    finally:
+        third.stop()

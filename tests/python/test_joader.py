@@ -259,8 +259,7 @@ def test_jobs_resume_exactly_after_the_daemon_is_killed_and_restarted(workdir):
         daemon.stop()
     restarted = Daemon(workdir)  # cleans the stale socket and arena
     try:
-        client = joader.Client(restarted.socket)
-        client.add_dataset("synth", source="synthetic:60:16x16", crop=8)  # datasets are not persisted
+        client = joader.Client(restarted.socket)  # the daemon kept the dataset registration
         rest = {0: [], 1: []}
         for batch in joader.Loader("synth", batch_size=7, epochs=2, client=client, state=state):
             rest[batch.epoch].extend(batch.indices.tolist())
