@@ -15,6 +15,17 @@ namespace joader {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+void check_protocol(uint32_t version) {
+  if (version != kProtocolVersion) {
+    throw EngineError(EngineError::kFailedPrecondition, "client speaks protocol version " + std::to_string(version) +
+                                                            ", this daemon speaks " + std::to_string(kProtocolVersion));
+  }
+}
+
+}  // namespace
+
 struct Engine::Dataset {
   uint32_t index;
   v1::AddDatasetRequest spec;
@@ -129,11 +140,7 @@ static bool same_spec(const v1::AddDatasetRequest& a, const v1::AddDatasetReques
 }
 
 v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress) {
-  if (req.protocol_version() != kProtocolVersion) {
-    throw EngineError(EngineError::kFailedPrecondition,
-                      "client speaks protocol version " + std::to_string(req.protocol_version()) +
-                          ", this daemon speaks " + std::to_string(kProtocolVersion));
-  }
+  check_protocol(req.protocol_version());
   if (req.name().empty()) throw EngineError(EngineError::kInvalidArgument, "a dataset needs a name");
   if (req.on_error() != "" && req.on_error() != "fail" && req.on_error() != "skip") {
     throw EngineError(EngineError::kInvalidArgument, "--on-error must be 'fail' or 'skip', not '" + req.on_error() + "'");
@@ -277,11 +284,7 @@ void Engine::remove_dataset(const std::string& name) {
 // Jobs
 
 Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
-  if (req.protocol_version() != kProtocolVersion) {
-    throw EngineError(EngineError::kFailedPrecondition,
-                      "client speaks protocol version " + std::to_string(req.protocol_version()) +
-                          ", this daemon speaks " + std::to_string(kProtocolVersion));
-  }
+  check_protocol(req.protocol_version());
   if (req.batch_size() == 0) throw EngineError(EngineError::kInvalidArgument, "batch size must be at least 1");
   std::lock_guard lk(mu_);
   if (stopping_) throw EngineError(EngineError::kUnavailable, "server shutting down");
