@@ -8,12 +8,13 @@ import time
 
 
 class DaemonProcess:
-    def __init__(self, joader, workdir, cache_size="64MiB", threads=2, extra=()):
+    def __init__(self, joader, workdir, cache_size="64MiB", threads=2, extra=(), prefix=()):
+        """prefix: a command the daemon runs under (e.g. setpriv with fewer capabilities)."""
         self.joader = joader
         self.socket = os.path.join(workdir, "joader.sock")
         self.log = open(os.path.join(workdir, "daemon.log"), "w+")
         self.proc = subprocess.Popen(
-            [joader, "serve", "--socket", self.socket, "--cache-size", cache_size, "--threads", str(threads), *extra],
+            [*prefix, joader, "serve", "--socket", self.socket, "--cache-size", cache_size, "--threads", str(threads), *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while "serving on" not in self.output():

@@ -16,6 +16,7 @@
 
 #include "client/client.h"
 #include "common/paths.h"
+#include "server/listener.h"
 #include "server/service.h"
 
 namespace joader::cli {
@@ -41,7 +42,7 @@ bool socket_is_live(const std::string& path) {
 }
 
 struct ServeOptions {
-  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state;
+  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state, allow_group, data_root;
   unsigned threads = 0;
 };
 
@@ -67,6 +68,27 @@ int run_serve(const ServeOptions& o) {
   if (eo.sampler != "dsa" && eo.sampler != "independent") {
     fmt::print(stderr, "error: --sampler must be dsa or independent (lockstep exists only in `joader simulate`)\n");
     return 2;
+  }
+  std::optional<gid_t> group;
+  if (!o.allow_group.empty()) {
+    try {
+      group = parse_group(o.allow_group);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "error: --allow-group: {}\n", e.what());
+      return 2;
+    }
+  }
+  eo.share_group = group;
+  if (!o.data_root.empty()) {
+    char* real = realpath(o.data_root.c_str(), nullptr);
+    struct stat root_st{};
+    if (real == nullptr || stat(real, &root_st) != 0 || !S_ISDIR(root_st.st_mode)) {
+      fmt::print(stderr, "error: --data-root {}: {}\n", o.data_root, real ? "not a directory" : std::strerror(errno));
+      std::free(real);
+      return 2;
+    }
+    eo.data_root = real;
+    std::free(real);
   }
   const std::string path = o.socket.empty() ? default_socket_path() : o.socket;
   if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -114,26 +136,35 @@ int run_serve(const ServeOptions& o) {
   for (const v1::DatasetInfo& d : engine->list_datasets()) {
     fmt::print(stderr, "joader: restored dataset '{}' ({} items, {})\n", d.name(), d.items(), d.source());
   }
-  JoaderService service(*engine);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  const mode_t old_umask = umask(0177);  // the socket is created 0600
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  umask(old_umask);
-  if (!server) {
-    fmt::print(stderr, "error: cannot listen on {}\n", path);
+  // The socket is ours, not gRPC's: each connection's uid is checked (SO_PEERCRED) before use.
+  std::unique_ptr<UnixListener> listener;
+  try {
+    listener = std::make_unique<UnixListener>(path, AccessPolicy(getuid(), group));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
-  chmod(path.c_str(), 0600);
+  JoaderService service(*engine, listener.get());
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    fmt::print(stderr, "error: cannot start the gRPC server\n");
+    unlink(path.c_str());
+    return 1;
+  }
+  listener->start(server.get());
   const v1::StatusReply s = engine->status();
-  fmt::print(stderr, "joader: serving on {} (cache {}, {} loader threads, policy {}, sampler {})\n", path,
-             human_bytes(double(s.cache_capacity())), s.loader_threads(), eo.policy, eo.sampler);
+  fmt::print(stderr, "joader: serving on {} (cache {}, {} loader threads, policy {}, sampler {}{}{})\n", path,
+             human_bytes(double(s.cache_capacity())), s.loader_threads(), eo.policy, eo.sampler,
+             group ? fmt::format(", shared with group {}", *group) : "",
+             eo.data_root.empty() ? "" : ", data root " + eo.data_root);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   fmt::print(stderr, "joader: {} received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  listener->stop();
   engine->shutdown();  // every job gets "server shutting down"
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server.reset();
@@ -310,6 +341,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", o->threads, "Loader threads that read and prepare items (default: one per core)");
   cmd->add_option("--policy", o->policy, "Cache policy: refcnt, lru, fifo, rate")->capture_default_str();
   cmd->add_option("--sampler", o->sampler, "dsa, or independent (no coupling: a baseline for benchmarks)")->capture_default_str();
+  cmd->add_option("--allow-group", o->allow_group,
+                  "Also serve the members of GROUP (name or gid): socket 0660 and arena 0640 for that group");
+  cmd->add_option("--data-root", o->data_root,
+                  "Serve only files inside DIR (after following symlinks): sources elsewhere are refused");
   cmd->add_option("--state", o->state,
                   "File keeping the dataset registrations across restarts (default: SOCKET.datasets.json; 'none': not kept)");
   cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });

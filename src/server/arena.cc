@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -22,11 +23,18 @@ std::string prefix() { return "joader-" + std::to_string(getuid()) + "-"; }
 
 }  // namespace
 
-SharedArena::SharedArena(uint64_t size) : size_(size) {
+SharedArena::SharedArena(uint64_t size, std::optional<gid_t> group) : size_(size) {
   static std::atomic<int> counter{0};
   name_ = "/" + prefix() + std::to_string(getpid()) + "-" + std::to_string(counter++);
   const int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) fail("cannot create shared memory " + name_);
+  if (group && (fchown(fd, static_cast<uid_t>(-1), *group) != 0 || fchmod(fd, 0640) != 0)) {
+    const int err = errno;
+    close(fd);
+    shm_unlink(name_.c_str());
+    errno = err;
+    fail("cannot give group " + std::to_string(*group) + " read access to shared memory " + name_);
+  }
   // posix_fallocate, not just ftruncate: a sparse object larger than what /dev/shm can hold would
   // kill the daemon with SIGBUS at the first write beyond the limit, long after start-up.
   if (ftruncate(fd, static_cast<off_t>(size)) != 0 || (errno = posix_fallocate(fd, 0, static_cast<off_t>(size))) != 0) {

@@ -1,7 +1,10 @@
-// The shared-memory arena: one POSIX shared-memory object per daemon, created 0600, mapped
+// The shared-memory arena: one POSIX shared-memory object per daemon, created 0600 (0640 for a
+// shared daemon's group), mapped
 // read-write by the daemon and read-only by its clients. Prepared items live here; clients read
 // them in place through the offsets carried by batch descriptors.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
@@ -13,9 +16,10 @@ namespace joader {
 
 class SharedArena {
  public:
-  // Creates and maps a new object named "/joader-<uid>-<pid>-<n>" of `size` bytes.
-  // Throws std::runtime_error (with errno text) on failure.
-  explicit SharedArena(uint64_t size);
+  // Creates and maps a new object named "/joader-<uid>-<pid>-<n>" of `size` bytes, 0600, or
+  // 0640 owned by `group` when the daemon is shared with one. Throws std::runtime_error (with
+  // errno text) on failure.
+  explicit SharedArena(uint64_t size, std::optional<gid_t> group = std::nullopt);
   ~SharedArena();  // unmaps and unlinks
   SharedArena(const SharedArena&) = delete;
   SharedArena& operator=(const SharedArena&) = delete;

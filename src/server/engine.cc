@@ -24,6 +24,19 @@ void check_protocol(uint32_t version) {
   }
 }
 
+// Names and sources end up in status replies, logs and the state file: bounded and printable.
+void check_text(const char* what, const std::string& text, size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    throw EngineError(EngineError::kInvalidArgument, std::string(what) + " is " + std::to_string(text.size()) +
+                                                         " bytes long, more than the limit of " + std::to_string(max_bytes));
+  }
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      throw EngineError(EngineError::kInvalidArgument, std::string(what) + " contains a control character");
+    }
+  }
+}
+
 }  // namespace
 
 struct Engine::Dataset {
@@ -65,7 +78,7 @@ struct Engine::Job {
 };
 
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), arena_(options_.cache_bytes), allocator_(options_.cache_bytes) {
+    : options_(std::move(options)), arena_(options_.cache_bytes, options_.share_group), allocator_(options_.cache_bytes) {
   PolicyContext ctx;
   ctx.signature = [this](CacheKey k) -> uint64_t {
     const Dataset* ds = dataset_by_index_[key_dataset(k)];
@@ -142,6 +155,8 @@ static bool same_spec(const v1::AddDatasetRequest& a, const v1::AddDatasetReques
 v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress) {
   check_protocol(req.protocol_version());
   if (req.name().empty()) throw EngineError(EngineError::kInvalidArgument, "a dataset needs a name");
+  check_text("the dataset name", req.name(), kMaxNameBytes);
+  check_text("the source", req.source(), kMaxSourceBytes);
   if (req.on_error() != "" && req.on_error() != "fail" && req.on_error() != "skip") {
     throw EngineError(EngineError::kInvalidArgument, "--on-error must be 'fail' or 'skip', not '" + req.on_error() + "'");
   }
@@ -160,9 +175,16 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
                                                        it->second->spec.source() + " (" + it->second->prep.describe() +
                                                        "); remove it first or choose another name");
   };
+  auto check_room = [&] {
+    if (datasets_.size() >= kMaxDatasets) {
+      throw EngineError(EngineError::kResourceExhausted, "the daemon already has " + std::to_string(kMaxDatasets) +
+                                                             " datasets, its limit: remove one first");
+    }
+  };
   {
     std::lock_guard lk(mu_);
     if (auto existing = check_duplicate()) return *existing;
+    check_room();
   }
 
   auto ds = std::make_unique<Dataset>();
@@ -171,10 +193,13 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   ds->prep.resize = req.resize();
   ds->prep.crop = req.crop();
   try {
-    ds->source = open_source(req.source(), [&](size_t n) {
-      if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
-      if (progress) progress(n);
-    });  // indexing: outside the lock
+    ds->source = open_source(
+        req.source(),
+        [&](size_t n) {
+          if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
+          if (progress) progress(n);
+        },
+        options_.data_root);  // indexing: outside the lock
   } catch (const SourceError& e) {
     throw EngineError(EngineError::kInvalidArgument, e.what());
   }
@@ -188,6 +213,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
 
   std::lock_guard lk(mu_);
   if (auto existing = check_duplicate()) return *existing;  // added meanwhile by another client
+  check_room();
   if (ds->item_bytes > cache_->capacity()) {
     throw EngineError(EngineError::kResourceExhausted,
                       "an item of dataset '" + req.name() + "' needs " + std::to_string(ds->item_bytes) +
@@ -256,6 +282,7 @@ std::vector<v1::DatasetInfo> Engine::list_datasets() {
 }
 
 void Engine::remove_dataset(const std::string& name) {
+  check_text("the dataset name", name, kMaxNameBytes);
   std::lock_guard lk(mu_);
   auto it = datasets_.find(name);
   if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, "unknown dataset '" + name + "'");
@@ -273,11 +300,18 @@ void Engine::remove_dataset(const std::string& name) {
       resident_.erase(k);
     }
   }
-  // Loads still in flight may point at the dataset: keep the object, forget the name.
+  // Loads still in flight may point at the dataset: keep the object until they are done.
   dataset_by_index_[ds.index] = nullptr;
   retired_.push_back(std::move(it->second));
   datasets_.erase(it);
+  reap_retired();
   save_datasets();
+}
+
+void Engine::reap_retired() {
+  std::erase_if(retired_, [this](const std::unique_ptr<Dataset>& ds) {
+    return std::none_of(loads_.begin(), loads_.end(), [&](const auto& load) { return load.second.dataset == ds.get(); });
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -286,6 +320,8 @@ void Engine::remove_dataset(const std::string& name) {
 Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
   check_protocol(req.protocol_version());
   if (req.batch_size() == 0) throw EngineError(EngineError::kInvalidArgument, "batch size must be at least 1");
+  check_text("the job name", req.name(), kMaxNameBytes);
+  check_text("the dataset name", req.dataset(), kMaxNameBytes);
   std::lock_guard lk(mu_);
   if (stopping_) throw EngineError(EngineError::kUnavailable, "server shutting down");
   auto dit = datasets_.find(req.dataset());
@@ -464,6 +500,7 @@ void Engine::loader_loop() {
   std::vector<uint8_t> raw, prepared;
   std::unique_lock lk(mu_);
   for (;;) {
+    if (!retired_.empty()) reap_retired();  // the last load of a removed dataset may just have ended
     loader_cv_.wait(lk, [this] { return stopping_ || !tasks_.empty(); });
     if (stopping_) return;
     const CacheKey key = tasks_.front();

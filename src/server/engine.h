@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -54,6 +55,9 @@ class EngineError : public std::runtime_error {
 };
 
 inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr size_t kMaxDatasets = 1024;      // registered at once
+inline constexpr size_t kMaxNameBytes = 256;      // dataset and job names
+inline constexpr size_t kMaxSourceBytes = 4096;   // a source spec (PATH_MAX)
 
 struct EngineOptions {
   uint64_t cache_bytes = 512ull << 20;
@@ -64,6 +68,10 @@ struct EngineOptions {
   // Where the dataset registrations are kept, so that a restarted daemon has them again;
   // empty: not kept.
   std::string state_path;
+  // If set (a resolved absolute directory), every file a dataset reads must lie inside it.
+  std::string data_root;
+  // A group whose members may use the daemon: the arena is then readable by that group.
+  std::optional<gid_t> share_group;
 };
 
 struct BatchOut {
@@ -142,6 +150,7 @@ class Engine {
   std::shared_ptr<Job> find_job(JobId id);
   v1::DatasetInfo info(const Dataset& ds) const;
   void save_datasets() const;  // mu_ held
+  void reap_retired();         // mu_ held: frees removed datasets that no load refers to any more
 
   const EngineOptions options_;
   SharedArena arena_;
@@ -157,7 +166,7 @@ class Engine {
   bool stopping_ = false;
   std::map<std::string, std::unique_ptr<Dataset>> datasets_;
   std::vector<Dataset*> dataset_by_index_;            // nullptr once removed
-  std::vector<std::unique_ptr<Dataset>> retired_;     // removed, possibly still referenced by loads
+  std::vector<std::unique_ptr<Dataset>> retired_;     // removed, still referenced by loads
   std::map<JobId, std::shared_ptr<Job>> jobs_;
   JobId next_job_id_ = 1;
   std::unordered_map<CacheKey, Load> loads_;

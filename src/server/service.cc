@@ -22,8 +22,15 @@ grpc::Status to_status(const EngineError& e) { return grpc::Status(to_grpc(e.cod
 
 }  // namespace
 
+grpc::Status JoaderService::admit(const grpc::ServerContext* ctx) const {
+  if (listener_ == nullptr) return grpc::Status::OK;
+  const std::string refusal = listener_->refusal(ctx->peer());
+  return refusal.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::PERMISSION_DENIED, refusal);
+}
+
 grpc::Status JoaderService::AddDataset(grpc::ServerContext* ctx, const v1::AddDatasetRequest* req,
                                        grpc::ServerWriter<v1::AddDatasetProgress>* writer) {
+  if (grpc::Status s = admit(ctx); !s.ok()) return s;
   try {
     v1::AddDatasetProgress msg;
     const v1::DatasetInfo info = engine_.add_dataset(*req, [ctx, writer](size_t n) {
@@ -42,14 +49,16 @@ grpc::Status JoaderService::AddDataset(grpc::ServerContext* ctx, const v1::AddDa
   }
 }
 
-grpc::Status JoaderService::ListDatasets(grpc::ServerContext*, const v1::ListDatasetsRequest*,
+grpc::Status JoaderService::ListDatasets(grpc::ServerContext* ctx, const v1::ListDatasetsRequest*,
                                          v1::ListDatasetsReply* reply) {
+  if (grpc::Status s = admit(ctx); !s.ok()) return s;
   for (const v1::DatasetInfo& d : engine_.list_datasets()) *reply->add_datasets() = d;
   return grpc::Status::OK;
 }
 
-grpc::Status JoaderService::RemoveDataset(grpc::ServerContext*, const v1::RemoveDatasetRequest* req,
+grpc::Status JoaderService::RemoveDataset(grpc::ServerContext* ctx, const v1::RemoveDatasetRequest* req,
                                           v1::RemoveDatasetReply*) {
+  if (grpc::Status s = admit(ctx); !s.ok()) return s;
   try {
     engine_.remove_dataset(req->name());
     return grpc::Status::OK;
@@ -58,12 +67,14 @@ grpc::Status JoaderService::RemoveDataset(grpc::ServerContext*, const v1::Remove
   }
 }
 
-grpc::Status JoaderService::Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusReply* reply) {
+grpc::Status JoaderService::Status(grpc::ServerContext* ctx, const v1::StatusRequest*, v1::StatusReply* reply) {
+  if (grpc::Status s = admit(ctx); !s.ok()) return s;
   *reply = engine_.status();
   return grpc::Status::OK;
 }
 
-grpc::Status JoaderService::Job(grpc::ServerContext*, grpc::ServerReaderWriter<v1::JobReply, v1::JobRequest>* stream) {
+grpc::Status JoaderService::Job(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::JobReply, v1::JobRequest>* stream) {
+  if (grpc::Status s = admit(ctx); !s.ok()) return s;
   v1::JobRequest first;
   if (!stream->Read(&first)) return grpc::Status(grpc::StatusCode::CANCELLED, "the client left before registering");
   if (!first.has_register_()) {

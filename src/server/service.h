@@ -5,12 +5,16 @@
 
 #include "joader.grpc.pb.h"
 #include "server/engine.h"
+#include "server/listener.h"
 
 namespace joader {
 
 class JoaderService final : public v1::Joader::Service {
  public:
-  explicit JoaderService(Engine& engine) : engine_(engine) {}
+  // With a listener, every call is first checked against its peer's credentials; without one
+  // (in-process use: tests, fuzzing) every call is admitted.
+  explicit JoaderService(Engine& engine, const UnixListener* listener = nullptr)
+      : engine_(engine), listener_(listener) {}
 
   grpc::Status AddDataset(grpc::ServerContext* ctx, const v1::AddDatasetRequest* req,
                           grpc::ServerWriter<v1::AddDatasetProgress>* writer) override;
@@ -22,7 +26,10 @@ class JoaderService final : public v1::Joader::Service {
   grpc::Status Job(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::JobReply, v1::JobRequest>* stream) override;
 
  private:
+  grpc::Status admit(const grpc::ServerContext* ctx) const;
+
   Engine& engine_;
+  const UnixListener* listener_;
 };
 
 }  // namespace joader

@@ -52,12 +52,52 @@ std::string join_path(const std::string& a, std::string_view b) {
   return out;
 }
 
+// True if the resolved absolute path lies in the resolved directory root (or is root).
+bool inside(std::string_view resolved, std::string_view root) {
+  if (root == "/") return true;
+  return resolved.substr(0, root.size()) == root &&
+         (resolved.size() == root.size() || resolved[root.size()] == '/');
+}
+
+// The path an open descriptor really names, whatever symlinks led to it.
+std::string fd_path(int fd) {
+  char buf[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  return n > 0 && static_cast<size_t>(n) < sizeof buf ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+// realpath(path), or "" with errno set.
+std::string resolved_path(const std::string& path) {
+  char* r = ::realpath(path.c_str(), nullptr);
+  if (r == nullptr) return "";
+  std::string out = r;
+  std::free(r);
+  return out;
+}
+
+// Throws unless `path` (named `what` in the message) resolves inside root; no-op without a root.
+void check_confined(const std::string& what, const std::string& path, const std::string& root) {
+  if (root.empty()) return;
+  const std::string real = resolved_path(path);
+  if (real.empty()) throw SourceError(what + ": cannot resolve " + path + ": " + errno_text(errno));
+  if (!inside(real, root))
+    throw SourceError(what + ": " + path + " resolves to " + real + ", outside the daemon's data root " + root);
+}
+
 // Replaces out with the whole file; returns 0, or an errno value with `step` naming what failed.
-int read_whole_file(const std::string& path, std::vector<uint8_t>& out, const char*& step) {
+// With a root, a file whose resolved path (after every symlink, checked on the open descriptor,
+// so a link swapped after indexing cannot escape) lies outside it fails with EACCES.
+int read_whole_file(const std::string& path, std::vector<uint8_t>& out, const char*& step,
+                    const std::string& root = "") {
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     step = "cannot open";
     return errno;
+  }
+  if (!root.empty() && !inside(fd_path(fd.get()), root)) {
+    step = "outside the daemon's data root";
+    return EACCES;
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) {
@@ -112,16 +152,20 @@ class IndexedSource : public Source {
   std::vector<std::string> classes_;
 };
 
-// Items that are files: imagefolder and filelist.
+// Items that are files: imagefolder and filelist; confined to root if one is set.
 class FileSource : public IndexedSource {
  public:
-  using IndexedSource::IndexedSource;
+  FileSource(std::string spec, std::vector<ItemMeta> items, std::vector<std::string> classes, std::string root)
+      : IndexedSource(std::move(spec), std::move(items), std::move(classes)), root_(std::move(root)) {}
 
   void read(uint32_t id, std::vector<uint8_t>& out) const override {
     const char* step = "";
-    if (const int error = read_whole_file(item(id).path, out, step))
+    if (const int error = read_whole_file(item(id).path, out, step, root_))
       fail_read(id, std::string(step) + ": " + errno_text(error));
   }
+
+ private:
+  std::string root_;
 };
 
 // ---- imagefolder ----
@@ -185,15 +229,35 @@ struct DirImages {
 // order). ancestors_ holds the (device, inode) of the directories above, to cut symlink loops.
 class FolderWalker {
  public:
-  explicit FolderWalker(const std::function<void(size_t)>& progress) : progress_(progress) {}
+  FolderWalker(const std::function<void(size_t)>& progress, const std::string& data_root)
+      : progress_(progress), data_root_(data_root) {}
+
+  // Opens and walks the directory at path; one that cannot be opened or listed is recorded in
+  // failures() (os.walk would skip it silently, losing its images).
+  void walk(const std::string& path, std::vector<DirImages>& out) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return fail(path, errno_text(errno));
+    if (!data_root_.empty() && !inside(fd_path(fd.get()), data_root_))
+      return fail(path, "resolves to " + fd_path(fd.get()) + ", outside the daemon's data root " + data_root_);
+    walk(std::move(fd), path, out);
+  }
+
+  // The first failure ("PATH: reason") and how many there were.
+  const std::string& first_failure() const { return first_failure_; }
+  size_t failures() const { return failures_; }
+
+ private:
+  void fail(const std::string& path, const std::string& why) {
+    if (failures_++ == 0) first_failure_ = path + ": " + why;
+  }
 
   void walk(UniqueFd fd, const std::string& root, std::vector<DirImages>& out) {
     struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return;
+    if (::fstat(fd.get(), &st) != 0) return fail(root, errno_text(errno));
     const std::pair<dev_t, ino_t> self{st.st_dev, st.st_ino};
     if (std::find(ancestors_.begin(), ancestors_.end(), self) != ancestors_.end()) return;
     DirEntries entries;
-    if (!list_dir(std::move(fd), entries)) return;  // os.walk skips what it cannot list
+    if (!list_dir(std::move(fd), entries)) return fail(root, errno_text(errno));
     if (!entries.images.empty()) {
       const size_t before = found_;
       found_ += entries.images.size();
@@ -201,20 +265,18 @@ class FolderWalker {
       out.push_back({root, std::move(entries.images)});
     }
     ancestors_.push_back(self);
-    for (const std::string& name : entries.subdirs) {
-      // Opened by path, not relative to the parent's fd: list_dir has closed that one, and a
-      // descriptor per level would cap the depth at the process's open-file limit.
-      const std::string path = join_path(root, name);
-      UniqueFd child(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (child) walk(std::move(child), path, out);
-    }
+    // Opened by path, not relative to the parent's fd: list_dir has closed that one, and a
+    // descriptor per level would cap the depth at the process's open-file limit.
+    for (const std::string& name : entries.subdirs) walk(join_path(root, name), out);
     ancestors_.pop_back();
   }
 
- private:
   const std::function<void(size_t)>& progress_;
+  const std::string& data_root_;
   std::vector<std::pair<dev_t, ino_t>> ancestors_;
   size_t found_ = 0;
+  std::string first_failure_;
+  size_t failures_ = 0;
 };
 
 std::string extension_list() {
@@ -224,7 +286,8 @@ std::string extension_list() {
 }
 
 std::unique_ptr<Source> open_imagefolder(const std::string& spec, const std::string& root,
-                                         const std::function<void(size_t)>& progress) {
+                                         const std::function<void(size_t)>& progress, const std::string& data_root) {
+  check_confined(spec, root, data_root);
   UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root_fd) throw SourceError(spec + ": cannot open: " + errno_text(errno));
   DirEntries top;
@@ -236,12 +299,11 @@ std::unique_ptr<Source> open_imagefolder(const std::string& spec, const std::str
 
   std::vector<ItemMeta> items;
   std::vector<std::string> empty_classes;
-  FolderWalker walker(progress);
+  FolderWalker walker(progress, data_root);
   for (size_t label = 0; label < classes.size(); ++label) {
     const std::string class_root = join_path(root, classes[label]);
     std::vector<DirImages> dirs;
-    UniqueFd fd(::open(class_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (fd) walker.walk(std::move(fd), class_root, dirs);
+    walker.walk(class_root, dirs);
     // sorted(os.walk(...)): directories by their full path string, files by name within each.
     std::sort(dirs.begin(), dirs.end(),
               [](const DirImages& a, const DirImages& b) { return a.root < b.root; });
@@ -254,6 +316,12 @@ std::unique_ptr<Source> open_imagefolder(const std::string& spec, const std::str
     }
     if (items.size() == before) empty_classes.push_back(classes[label]);
   }
+  if (walker.failures() > 0) {
+    const size_t more = walker.failures() - 1;
+    throw SourceError(spec + ": cannot list " + walker.first_failure() +
+                      (more > 0 ? " (and " + std::to_string(more) + " more directories)" : "") +
+                      "; torchvision would skip it silently, Joader refuses rather than leave its images out");
+  }
   if (!empty_classes.empty()) {
     std::string names;
     for (size_t i = 0; i < std::min<size_t>(empty_classes.size(), 5); ++i)
@@ -263,7 +331,7 @@ std::unique_ptr<Source> open_imagefolder(const std::string& spec, const std::str
     throw SourceError(spec + ": found no images with extensions " + extension_list() +
                       " in class folders " + names);
   }
-  return std::make_unique<FileSource>(spec, std::move(items), std::move(classes));
+  return std::make_unique<FileSource>(spec, std::move(items), std::move(classes), data_root);
 }
 
 // ---- filelist ----
@@ -275,10 +343,11 @@ bool parse_number(std::string_view text, T& value) {
 }
 
 std::unique_ptr<Source> open_filelist(const std::string& spec, const std::string& file,
-                                      const std::function<void(size_t)>& progress) {
+                                      const std::function<void(size_t)>& progress, const std::string& data_root) {
+  check_confined(spec, file, data_root);
   std::vector<uint8_t> bytes;
   const char* step = "";
-  if (const int error = read_whole_file(file, bytes, step))
+  if (const int error = read_whole_file(file, bytes, step, data_root))
     throw SourceError(spec + ": " + step + ": " + errno_text(error));
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   const size_t slash = file.rfind('/');
@@ -307,11 +376,12 @@ std::unique_ptr<Source> open_filelist(const std::string& spec, const std::string
     struct stat st;
     if (::stat(full.c_str(), &st) != 0) throw SourceError(where + full + ": " + errno_text(errno));
     if (S_ISDIR(st.st_mode)) throw SourceError(where + full + ": is a directory");
+    check_confined(spec + " line " + std::to_string(line_no), full, data_root);
     items.push_back({std::move(full), label, static_cast<uint64_t>(st.st_size)});
     if (progress && items.size() % 1000 == 0) progress(items.size());
   }
   if (items.empty()) throw SourceError(spec + ": no items");
-  return std::make_unique<FileSource>(spec, std::move(items));
+  return std::make_unique<FileSource>(spec, std::move(items), std::vector<std::string>{}, data_root);
 }
 
 // ---- lmdb ----
@@ -448,14 +518,18 @@ class SyntheticSource : public IndexedSource {
   uint32_t width_, height_;
 };
 
+// Each item costs ~80 bytes of index: 2^24 of them (1.3 GiB) is more than any benchmark needs.
+constexpr uint32_t kMaxSyntheticItems = 1u << 24;
+
 std::unique_ptr<Source> open_synthetic(const std::string& spec, std::string_view arg) {
   const auto bad = [&] {
     return SourceError("bad synthetic spec '" + spec +
-                       "': expected synthetic:COUNT[:WxH], COUNT >= 1, W and H in 1..65535");
+                       "': expected synthetic:COUNT[:WxH], COUNT in 1.." + std::to_string(kMaxSyntheticItems) +
+                       ", W and H in 1..65535");
   };
   const size_t colon = arg.find(':');
   uint32_t count = 0, width = 256, height = 256;
-  if (!parse_number(arg.substr(0, colon), count) || count == 0) throw bad();
+  if (!parse_number(arg.substr(0, colon), count) || count == 0 || count > kMaxSyntheticItems) throw bad();
   if (colon != std::string_view::npos) {
     const std::string_view size = arg.substr(colon + 1);
     const size_t x = size.find('x');
@@ -542,16 +616,19 @@ std::vector<uint8_t> synthetic_jpeg(uint32_t id, uint32_t width, uint32_t height
   return encode_jpeg(img, 90);
 }
 
-std::unique_ptr<Source> open_source(const std::string& spec,
-                                    const std::function<void(size_t)>& progress) {
+std::unique_ptr<Source> open_source(const std::string& spec, const std::function<void(size_t)>& progress,
+                                    const std::string& data_root) {
   const size_t colon = spec.find(':');
   if (colon == std::string::npos)
     throw SourceError("source '" + spec +
                       "' is not KIND:ARG, with KIND imagefolder, filelist, lmdb or synthetic");
   const std::string kind = spec.substr(0, colon), arg = spec.substr(colon + 1);
-  if (kind == "imagefolder") return open_imagefolder(spec, arg, progress);
-  if (kind == "filelist") return open_filelist(spec, arg, progress);
-  if (kind == "lmdb") return std::make_unique<LmdbSource>(spec, arg, progress);
+  if (kind == "imagefolder") return open_imagefolder(spec, arg, progress, data_root);
+  if (kind == "filelist") return open_filelist(spec, arg, progress, data_root);
+  if (kind == "lmdb") {
+    check_confined(spec, arg, data_root);
+    return std::make_unique<LmdbSource>(spec, arg, progress);
+  }
   if (kind == "synthetic") return open_synthetic(spec, arg);
   throw SourceError("unknown source kind '" + kind + "' in '" + spec +
                     "' (expected imagefolder, filelist, lmdb or synthetic)");

@@ -11,7 +11,7 @@
 //                     value is an 8-byte little-endian int64 label followed by the encoded image.
 //                     Records are indexed once, at open: the environment should not change
 //                     while it is open.
-//   synthetic:N[:WxH] N generated JPEGs (default 256x256, quality 90), label id % 10, classes
+//   synthetic:N[:WxH] N (at most 2^24) generated JPEGs (default 256x256, quality 90), label id % 10, classes
 //                     "class0".."class9"; image id is synthetic_jpeg(id, W, H), made on each read.
 #pragma once
 
@@ -72,9 +72,17 @@ class Source {
 // Throws SourceError with a one-line message: an unknown kind, a missing or unreadable root, an
 // imagefolder without class folders or with a class without images (torchvision refuses both),
 // a malformed filelist line ("filelist:/f line 3: expected 'path<TAB>label'"), a missing file in a
-// filelist, an unreadable LMDB or a record shorter than its label, a bad synthetic spec.
-std::unique_ptr<Source> open_source(const std::string& spec,
-                                    const std::function<void(size_t)>& progress = {});
+// filelist, an unreadable LMDB or a record shorter than its label, a bad synthetic spec (more than
+// 2^24 items), a directory inside an imagefolder that cannot be listed (os.walk would skip it
+// silently and its images would be missing from the epoch).
+//
+// data_root, if not empty, is a resolved absolute directory (realpath) that every file must lie in
+// after following symlinks: the root, file list, LMDB path and each listed file are checked when
+// indexing, every directory of an imagefolder as it is walked, and each file again on its open
+// descriptor when read (so that a symlink swapped afterwards cannot escape). Synthetic sources
+// read no file.
+std::unique_ptr<Source> open_source(const std::string& spec, const std::function<void(size_t)>& progress = {},
+                                    const std::string& data_root = "");
 
 // The synthetic source's image for id: a deterministic function of (id, width, height) — smooth
 // gradients, a few shapes and fine noise, so that JPEG sizes and decode costs are realistic —

@@ -159,6 +159,74 @@ TEST_F(SourceTest, ImageFolderErrorsSayWhatIsWrong) {
                 " in class folders empty");
 }
 
+// ---- data root ----
+
+class DataRootTest : public SourceTest {
+ protected:
+  void SetUp() override {
+    SourceTest::SetUp();
+    root_ = fs::canonical(dir_).string() + "/root";
+    fs::create_directories(root_);
+  }
+  std::string error(const std::string& spec) {
+    try {
+      open_source(spec, {}, root_);
+    } catch (const SourceError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+  std::string root_;
+};
+
+TEST_F(DataRootTest, SourcesInsideTheRootAreServed) {
+  write("root/train/a/x.jpg", "xx");
+  write("root/list.txt", "train/a/x.jpg\t1\n");
+  symlink("a", "root/train/b");  // a link that stays inside
+  EXPECT_EQ(open_source("imagefolder:" + path("root/train"), {}, root_)->size(), 2u);
+  const std::unique_ptr<Source> list = open_source("filelist:" + path("root/list.txt"), {}, root_);
+  EXPECT_EQ(read_item(*list, 0), bytes_of("xx"));
+}
+
+TEST_F(DataRootTest, RootsAndFilesOutsideAreRefusedNamingWhereTheyLead) {
+  write("outside/a/x.jpg");
+  const std::string real_outside = fs::canonical(dir_).string() + "/outside";
+  EXPECT_EQ(error("imagefolder:" + path("outside")),
+            "imagefolder:" + path("outside") + ": " + path("outside") + " resolves to " + real_outside +
+                ", outside the daemon's data root " + root_);
+  // ../ and symlinked class folders lead out too.
+  EXPECT_NE(error("imagefolder:" + path("root/../outside")).find("outside the daemon's data root"), std::string::npos);
+  write("root/train/a/y.jpg");
+  symlink(path("outside/a"), "root/train/b");
+  EXPECT_EQ(error("imagefolder:" + path("root/train")),
+            "imagefolder:" + path("root/train") + ": cannot list " + path("root/train/b") + ": resolves to " +
+                real_outside + "/a, outside the daemon's data root " + root_ +
+                "; torchvision would skip it silently, Joader refuses rather than leave its images out");
+  const std::string list = write("root/list.txt", "train/a/y.jpg\t0\n../outside/a/x.jpg\t1\n");
+  EXPECT_EQ(error("filelist:" + list), "filelist:" + list + " line 2: " + path("root/../outside/a/x.jpg") +
+                                           " resolves to " + real_outside + "/a/x.jpg, outside the daemon's data root " +
+                                           root_);
+  EXPECT_NE(error("filelist:" + write("outside/list.txt", "a/x.jpg\t0\n")).find("outside the daemon's data root"),
+            std::string::npos);
+  EXPECT_NE(error("lmdb:" + path("outside")).find("outside the daemon's data root"), std::string::npos);
+  EXPECT_EQ(error("synthetic:3"), "no error");
+}
+
+TEST_F(DataRootTest, AFileSwappedForASymlinkAfterIndexingCannotEscape) {
+  write("root/train/a/x.jpg", "inside");
+  write("outside/secret.jpg", "secret");
+  const std::unique_ptr<Source> source = open_source("imagefolder:" + path("root/train"), {}, root_);
+  fs::remove(path("root/train/a/x.jpg"));
+  symlink(path("outside/secret.jpg"), "root/train/a/x.jpg");
+  try {
+    read_item(*source, 0);
+    FAIL() << "read a file outside the data root";
+  } catch (const SourceError& e) {
+    EXPECT_EQ(std::string(e.what()), "item 0 (" + path("root/train/a/x.jpg") +
+                                         "): outside the daemon's data root: Permission denied");
+  }
+}
+
 // ---- filelist ----
 
 TEST_F(SourceTest, FileListResolvesPathsAgainstItsDirectory) {
@@ -325,10 +393,11 @@ TEST(SyntheticSource, DefaultsTo256SquareImagesOfPhotoLikeSize) {
 TEST(SyntheticSource, RejectsBadSpecs) {
   for (const std::string spec :
        {"synthetic:", "synthetic:0", "synthetic:abc", "synthetic:-1", "synthetic:10:64",
-        "synthetic:10:0x5", "synthetic:10:64x48x2", "synthetic:10:70000x5"})
+        "synthetic:10:0x5", "synthetic:10:64x48x2", "synthetic:10:70000x5", "synthetic:16777217",
+        "synthetic:4000000000"})
     EXPECT_EQ(source_error(spec),
               "bad synthetic spec '" + spec +
-                  "': expected synthetic:COUNT[:WxH], COUNT >= 1, W and H in 1..65535");
+                  "': expected synthetic:COUNT[:WxH], COUNT in 1..16777216, W and H in 1..65535");
 }
 
 TEST(OpenSource, RejectsUnknownKinds) {

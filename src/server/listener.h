@@ -1,0 +1,72 @@
+// The daemon's Unix socket, accepted by Joader itself rather than by gRPC, so that every
+// connection's peer credentials (SO_PEERCRED: uid, gid, pid) are known before gRPC sees a byte.
+// Connections are then handed to gRPC (grpc::AddInsecureChannelFromFd), whose peer string for
+// them is "fd:N"; the handlers look the credentials up by that string and refuse peers the
+// AccessPolicy does not allow, with a PERMISSION_DENIED status that names the reason.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace grpc {
+class Server;
+}
+
+namespace joader {
+
+struct PeerCred {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+};
+
+// Who may use the daemon: the user who runs it, root (who can read the arena and the files
+// anyway), and, if configured, the members of one group (primary or supplementary).
+class AccessPolicy {
+ public:
+  AccessPolicy(uid_t owner, std::optional<gid_t> group) : owner_(owner), group_(group) {}
+  // Empty if `peer` may connect, else why not (one sentence for the client).
+  std::string refusal(const PeerCred& peer) const;
+  std::optional<gid_t> group() const { return group_; }
+
+ private:
+  uid_t owner_;
+  std::optional<gid_t> group_;
+};
+
+// Resolves a group name or a numeric gid; throws std::invalid_argument for unknown groups.
+gid_t parse_group(const std::string& text);
+
+class UnixListener {
+ public:
+  // Binds and listens at `path` (which must not exist): the socket is 0600, or 0660 owned by
+  // policy.group() when one is set. Throws std::runtime_error with the reason.
+  UnixListener(const std::string& path, AccessPolicy policy);
+  ~UnixListener();  // stops accepting; does not unlink the path
+  UnixListener(const UnixListener&) = delete;
+  UnixListener& operator=(const UnixListener&) = delete;
+
+  // Starts the accept thread; each connection goes to `server`.
+  void start(grpc::Server* server);
+  void stop();
+
+  // Empty if the connection named by gRPC's peer string may use the daemon, else the refusal.
+  // Peers that are not connections of this listener are refused (fail closed).
+  std::string refusal(const std::string& grpc_peer) const;
+
+ private:
+  void accept_loop(grpc::Server* server);
+
+  AccessPolicy policy_;
+  int fd_ = -1;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::map<int, std::string> refusals_;  // by connection fd, set at accept
+};
+
+}  // namespace joader

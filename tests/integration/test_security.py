@@ -1,0 +1,178 @@
+"""Who may use the daemon, which files it may read, and what it does with hostile requests.
+
+Tests that switch users or drop capabilities need root (CI runs as root) and are skipped otherwise;
+a plain user's run covers the rest, and unreadable files use chmod 000 directly.
+"""
+import grp
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import CLIENT, JOADER, Daemon, make_images, received
+from test_daemon import add_synthetic, client_error, expect_exact_epochs
+
+RAW_CLIENT = os.environ.get("JOADER_RAW_CLIENT", "build/joader_raw_client")
+NOBODY = 65534  # nobody:nogroup on Debian
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="switching users needs root")
+
+# root reads every file whatever its mode; without these two capabilities, modes apply to it too.
+NO_DAC = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")
+
+
+@pytest.fixture
+def public_dir():
+    """A directory other users can enter, with copies of the binaries they will run."""
+    d = tempfile.mkdtemp(prefix="joader-shared-")
+    os.chmod(d, 0o755)
+    for b in (JOADER, CLIENT):
+        shutil.copy(b, d)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def as_nobody(*cmd, group=NOBODY):
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={group}", "--clear-groups", *cmd],
+                          capture_output=True, text=True, timeout=60)
+
+
+def raw(daemon, mode, *args):
+    r = subprocess.run([RAW_CLIENT, daemon.socket, mode, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    *lines, last = r.stdout.strip().splitlines()
+    code, _, message = last.partition(" ")
+    return int(code), message, lines
+
+
+# ---- who may connect ----
+
+@needs_root
+def test_another_user_is_refused_by_uid_even_when_the_socket_is_open_to_everyone(public_dir):
+    sock_dir = os.path.join(public_dir, "sock")
+    os.mkdir(sock_dir, 0o755)
+    daemon = Daemon(sock_dir)
+    try:
+        add_synthetic(daemon)
+        os.chmod(daemon.socket, 0o666)  # a misconfiguration: the uid check is the second wall
+        joader, client = (os.path.join(public_dir, os.path.basename(b)) for b in (JOADER, CLIENT))
+        r = as_nobody(joader, "status", "--socket", daemon.socket)
+        assert r.returncode != 0
+        assert f"uid {NOBODY}" in r.stderr and "may not use this Joader daemon, which belongs to uid 0" in r.stderr, r.stderr
+        r = as_nobody(client, "--socket", daemon.socket, "--dataset", "synth", "--batch", "4")
+        assert r.returncode == 3 and "error 7:" in r.stderr and "may not use" in r.stderr, r.stderr  # PERMISSION_DENIED
+        assert daemon.status()["jobs"] == []  # the owner is still served
+    finally:
+        daemon.stop()
+
+
+@needs_root
+def test_allow_group_lets_its_members_run_jobs_and_read_the_arena(public_dir):
+    sock_dir = os.path.join(public_dir, "sock")
+    os.mkdir(sock_dir, 0o750)
+    os.chown(sock_dir, -1, NOBODY)
+    daemon = Daemon(sock_dir, extra=("--allow-group", grp.getgrgid(NOBODY).gr_name))
+    try:
+        add_synthetic(daemon)
+        st = os.stat(daemon.socket)
+        assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == NOBODY
+        arenas = [os.stat(p) for p in (os.path.join("/dev/shm", n) for n in os.listdir("/dev/shm"))
+                  if os.path.basename(p).startswith(f"joader-0-{daemon.proc.pid}-")]
+        assert arenas and all(stat.S_IMODE(a.st_mode) == 0o640 and a.st_gid == NOBODY for a in arenas)
+        client = os.path.join(public_dir, os.path.basename(CLIENT))
+        r = as_nobody(client, "--socket", daemon.socket, "--dataset", "synth", "--ids", "0:40", "--batch", "8")
+        assert r.returncode == 0, r.stderr
+        ids = sorted(int(line.split()[1]) for line in r.stdout.splitlines())
+        assert ids == list(range(40))
+    finally:
+        daemon.stop()
+
+
+def test_a_group_that_does_not_exist_is_refused_at_start(workdir):
+    r = subprocess.run([JOADER, "serve", "--socket", os.path.join(workdir, "s.sock"), "--allow-group", "no-such-group-x"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "unknown group 'no-such-group-x'" in r.stderr, r.stderr
+
+
+# ---- which files it may read ----
+
+def unreadable_daemon(daemon_factory, **kwargs):
+    return daemon_factory(prefix=NO_DAC if ROOT else (), **kwargs)
+
+
+def test_an_unreadable_file_fails_the_job_naming_it_or_is_skipped(daemon_factory, workdir):
+    daemon = unreadable_daemon(daemon_factory)
+    root = os.path.join(workdir, "images")
+    make_images(root)
+    locked = os.path.join(root, "class1", "img_0000.jpg")  # item 10
+    os.chmod(locked, 0)
+    daemon.cli("dataset", "add", "imgs", "--source", f"imagefolder:{root}", "--crop", "32")
+    daemon.cli("dataset", "add", "skipping", "--source", f"imagefolder:{root}", "--crop", "32", "--on-error", "skip")
+    err = client_error(daemon, "imgs", "--ids", "8:12", "--batch", "4")
+    assert f"item 10 ({locked}): cannot open: Permission denied" in err, err
+    code, epochs, err = received(daemon.client("skipping", "--batch", "4", "--epochs", "2"))
+    assert code == 0, err
+    expect_exact_epochs(epochs, [i for i in range(30) if i != 10], 2)
+    assert daemon.status()["skipped"] == 2
+
+
+def test_an_unlistable_folder_inside_an_imagefolder_is_refused_not_left_out(daemon_factory, workdir):
+    daemon = unreadable_daemon(daemon_factory)
+    root = os.path.join(workdir, "images")
+    make_images(root)
+    hidden = os.path.join(root, "class2", "more")
+    os.mkdir(hidden)
+    shutil.copy(os.path.join(root, "class2", "img_0000.jpg"), hidden)
+    os.chmod(hidden, 0)
+    r = daemon.cli("dataset", "add", "imgs", "--source", f"imagefolder:{root}", "--crop", "32", check=False)
+    assert r.returncode == 1 and f"cannot list {hidden}: Permission denied" in r.stderr, r.stderr
+    assert daemon.status()["datasets"] == []
+
+
+def test_a_data_root_confines_every_source_and_listed_file(daemon_factory, workdir):
+    inside, outside = os.path.join(workdir, "data"), os.path.join(workdir, "elsewhere")
+    make_images(os.path.join(inside, "train"))
+    make_images(outside)
+    daemon = daemon_factory(extra=("--data-root", inside))
+    daemon.cli("dataset", "add", "ok", "--source", f"imagefolder:{inside}/train", "--crop", "32")
+    code, epochs, err = received(daemon.client("ok", "--ids", "0:30", "--batch", "10"))
+    assert code == 0 and sorted(epochs[0]) == list(range(30)), err
+    r = daemon.cli("dataset", "add", "out", "--source", f"imagefolder:{outside}", "--crop", "32", check=False)
+    assert r.returncode == 1 and "outside the daemon's data root" in r.stderr, r.stderr
+    listing = os.path.join(inside, "list.txt")
+    with open(listing, "w") as f:
+        f.write("train/class0/img_0000.jpg\t0\n../elsewhere/class0/img_0001.jpg\t0\n")
+    r = daemon.cli("dataset", "add", "escape", "--source", f"filelist:{listing}", "--crop", "32", check=False)
+    assert r.returncode == 1 and "line 2:" in r.stderr and "outside the daemon's data root" in r.stderr, r.stderr
+
+
+def test_a_data_root_that_is_not_a_directory_is_refused_at_start(workdir):
+    r = subprocess.run([JOADER, "serve", "--socket", os.path.join(workdir, "s.sock"), "--data-root", "/nonexistent/x"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--data-root /nonexistent/x" in r.stderr, r.stderr
+
+
+# ---- hostile protocol messages ----
+
+def test_absurd_protocol_messages_get_clear_errors_and_the_daemon_goes_on(daemon):
+    add_synthetic(daemon)
+    survivor = daemon.client("synth", "--ids", "0:200", "--batch", "8", "--epochs", "3", "--delay-ms", "2")
+    assert raw(daemon, "first-not-register", "synth")[:2] == (3, "the first message of a job stream must be Register")
+    code, message, _ = raw(daemon, "huge-register", "synth")
+    assert code == 8, message  # RESOURCE_EXHAUSTED: over the 64 MiB message limit
+    code, message, _ = raw(daemon, "long-name", "synth")
+    assert (code, message) == (3, "the job name is 1048576 bytes long, more than the limit of 256")
+    code, message, _ = raw(daemon, "long-dataset-name")
+    assert (code, message) == (3, "the dataset name is 1048576 bytes long, more than the limit of 256")
+    code, message, _ = raw(daemon, "control-chars")
+    assert (code, message) == (3, "the dataset name contains a control character")
+    code, message, lines = raw(daemon, "acks-out-of-thin-air", "synth")
+    assert code == 0 and lines == ["exact"], (code, message, lines)
+    code, epochs, err = received(survivor)
+    assert code == 0, err
+    expect_exact_epochs(epochs, range(200), 3)
+    s = daemon.status()
+    assert s["jobs"] == [] and s["pinned_bytes"] == 0 and [d["name"] for d in s["datasets"]] == ["synth"]
