@@ -3,7 +3,7 @@
 # JPEGs and damaged JPEGs from make_images, PNG-free here; scenarios from examples/scenarios.
 set -euo pipefail
 build=$1 out=$2
-mkdir -p "$out/prep" "$out/scenario"
+mkdir -p "$out/prep" "$out/scenario" "$out/service"  # service: libFuzzer starts from the empty input
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$build/make_images" "$tmp/img" --classes 2 --per-class 3 --size 40x30 --bad truncated,zero,magic,bomb

@@ -520,12 +520,14 @@ class SyntheticSource : public IndexedSource {
 
 // Each item costs ~80 bytes of index: 2^24 of them (1.3 GiB) is more than any benchmark needs.
 constexpr uint32_t kMaxSyntheticItems = 1u << 24;
+// Each read renders the whole image in memory (3 bytes per pixel): 8192² is 192 MiB.
+constexpr uint32_t kMaxSyntheticSide = 8192;
 
 std::unique_ptr<Source> open_synthetic(const std::string& spec, std::string_view arg) {
   const auto bad = [&] {
     return SourceError("bad synthetic spec '" + spec +
                        "': expected synthetic:COUNT[:WxH], COUNT in 1.." + std::to_string(kMaxSyntheticItems) +
-                       ", W and H in 1..65535");
+                       ", W and H in 1.." + std::to_string(kMaxSyntheticSide));
   };
   const size_t colon = arg.find(':');
   uint32_t count = 0, width = 256, height = 256;
@@ -537,8 +539,7 @@ std::unique_ptr<Source> open_synthetic(const std::string& spec, std::string_view
         !parse_number(size.substr(x + 1), height))
       throw bad();
   }
-  // 65535: the largest dimension a JPEG can hold.
-  if (width == 0 || height == 0 || width > 65535 || height > 65535) throw bad();
+  if (width == 0 || height == 0 || width > kMaxSyntheticSide || height > kMaxSyntheticSide) throw bad();
   return std::make_unique<SyntheticSource>(spec, count, width, height);
 }
 

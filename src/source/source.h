@@ -11,7 +11,7 @@
 //                     value is an 8-byte little-endian int64 label followed by the encoded image.
 //                     Records are indexed once, at open: the environment should not change
 //                     while it is open.
-//   synthetic:N[:WxH] N (at most 2^24) generated JPEGs (default 256x256, quality 90), label id % 10, classes
+//   synthetic:N[:WxH] N (at most 2^24) generated JPEGs, W and H at most 8192 (default 256x256, quality 90), label id % 10, classes
 //                     "class0".."class9"; image id is synthetic_jpeg(id, W, H), made on each read.
 #pragma once
 
