@@ -161,8 +161,12 @@ def test_absurd_protocol_messages_get_clear_errors_and_the_daemon_goes_on(daemon
     add_synthetic(daemon)
     survivor = daemon.client("synth", "--ids", "0:200", "--batch", "8", "--epochs", "3", "--delay-ms", "2")
     assert raw(daemon, "first-not-register", "synth")[:2] == (3, "the first message of a job stream must be Register")
-    code, message, _ = raw(daemon, "huge-register", "synth")
-    assert code == 8, message  # RESOURCE_EXHAUSTED: over the 64 MiB message limit
+    if "TSAN_OPTIONS" not in os.environ:
+        # Under TSan, a TSan-built client sending 70 MiB to a TSan-built daemon spins in gRPC's
+        # uninstrumented transport for minutes (0.9 s when either side is a plain build); the
+        # plain and ASan runs cover this step.
+        code, message, _ = raw(daemon, "huge-register", "synth")
+        assert code == 8, message  # RESOURCE_EXHAUSTED: over the 64 MiB message limit
     code, message, _ = raw(daemon, "long-name", "synth")
     assert (code, message) == (3, "the job name is 1048576 bytes long, more than the limit of 256")
     code, message, _ = raw(daemon, "long-dataset-name")
