@@ -56,6 +56,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from daemon_process import DaemonProcess  # noqa: E402  (the daemon start shared with the tests)
+
 MiB = 1 << 20
 
 
@@ -63,25 +66,11 @@ MiB = 1 << 20
 # The daemon
 
 
-class Daemon:
+class Daemon(DaemonProcess):
     def __init__(self, build, workdir, cache_size, threads):
         self.build = build
-        self.socket = os.path.join(workdir, "joader.sock")
-        self.log_path = os.path.join(workdir, "daemon.log")
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [os.path.join(build, "joader"), "serve", "--socket", self.socket, "--cache-size", cache_size,
-             "--threads", str(threads), "--state", "none"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 15
-        while "serving on" not in self.output():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("daemon did not start:\n" + self.output())
-            time.sleep(0.05)
-
-    def output(self):
-        with open(self.log_path) as f:
-            return f.read()
+        super().__init__(os.path.join(build, "joader"), workdir, cache_size=cache_size, threads=threads,
+                         extra=("--state", "none"))
 
     def cli(self, *args, timeout=60):
         r = subprocess.run([os.path.join(self.build, "joader"), *args, "--socket", self.socket],
@@ -107,7 +96,7 @@ class Daemon:
         out["cpu_s"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
         return out
 
-    def stop(self, timeout=15):
+    def stop_timed(self, timeout=15):
         """SIGTERM; returns (exit status, seconds) or (None, timeout) if it had to be killed."""
         if self.proc.poll() is not None:
             return self.proc.returncode, 0.0
@@ -622,7 +611,7 @@ def main():
             checks["fds_after_rm"] = {
                 "ok": after_rm["fds"] <= baseline["no_datasets"]["fds"] + args.fd_slack,
                 "detail": f"{baseline['no_datasets']['fds']} before adding the datasets, {after_rm['fds']} after removing them"}
-            rc, secs = daemon.stop()
+            rc, secs = daemon.stop_timed()
             checks["daemon_clean_exit"] = {"ok": rc == 0, "detail": f"SIGTERM: exit status {rc} after {secs:.1f} s"}
         else:
             final_status, end_idle, after_rm = None, None, None
@@ -675,7 +664,7 @@ def main():
                     job.proc.kill()
                     job.proc.wait()
         if daemon:
-            daemon.stop()
+            daemon.stop_timed()
         if args.keep:
             print(f"work folder kept: {workdir} (daemon.log, jobs/ID.out|err|cmd of failed jobs)", file=sys.stderr)
         else:
