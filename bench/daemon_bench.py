@@ -20,25 +20,15 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from daemon_process import Daemon as SharedDaemon  # noqa: E402  (python/joader/daemon.py)
+
 BUILD = os.environ.get("JOADER_BUILD", "build")
 
 
-class Daemon:
+class Daemon(SharedDaemon):
     def __init__(self, tmp, *args, name="bench"):
-        self.socket = os.path.join(tmp, f"{name}.sock")
-        self.log = os.path.join(tmp, f"{name}.log")
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen([f"{BUILD}/joader", "serve", "--socket", self.socket, *args],
-                                         stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + 10
-        while "serving on" not in open(self.log).read():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(open(self.log).read())
-            time.sleep(0.02)
-
-    def cli(self, *args):
-        return subprocess.run([f"{BUILD}/joader", *args, "--socket", self.socket], check=True,
-                              capture_output=True, text=True).stdout
+        super().__init__(f"{BUILD}/joader", tmp, name=name, extra=args)
 
     def start_jobs(self, n, *args):
         return [subprocess.Popen([f"{BUILD}/bench_client", "--socket", self.socket, *args],
@@ -46,10 +36,6 @@ class Daemon:
 
     def jobs(self, n, *args):
         return [json.loads(p.communicate()[0]) for p in self.start_jobs(n, *args)]
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
 
 
 def delivery(tmp, runs):
@@ -78,7 +64,7 @@ def sharing(tmp, items, threads):
         start = time.monotonic()
         results = d.jobs(4, *JOB)
         wall = time.monotonic() - start
-        status = json.loads(d.cli("status", "--json"))
+        status = d.status()
         return {"images_per_s": sum(r["items"] for r in results) / wall, "ld_ratio": status["ld_ratio"]}
     finally:
         d.stop()
@@ -95,7 +81,7 @@ def private(tmp, items, threads):
         procs = [d.start_jobs(1, *JOB)[0] for d in daemons]
         results = [json.loads(p.communicate()[0]) for p in procs]
         wall = time.monotonic() - start
-        statuses = [json.loads(d.cli("status", "--json")) for d in daemons]
+        statuses = [d.status() for d in daemons]
         ld = sum(s["loads"] for s in statuses) / sum(s["deliveries"] for s in statuses)
         return {"images_per_s": sum(r["items"] for r in results) / wall, "ld_ratio": ld}
     finally:

@@ -57,7 +57,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from daemon_process import DaemonProcess  # noqa: E402  (the daemon start shared with the tests)
+from daemon_process import Daemon as SharedDaemon  # noqa: E402  (python/joader/daemon.py)
 
 MiB = 1 << 20
 
@@ -66,21 +66,10 @@ MiB = 1 << 20
 # The daemon
 
 
-class Daemon(DaemonProcess):
+class Daemon(SharedDaemon):
     def __init__(self, build, workdir, cache_size, threads):
-        self.build = build
         super().__init__(os.path.join(build, "joader"), workdir, cache_size=cache_size, threads=threads,
                          extra=("--state", "none"))
-
-    def cli(self, *args, timeout=60):
-        r = subprocess.run([os.path.join(self.build, "joader"), *args, "--socket", self.socket],
-                           capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            raise RuntimeError(f"joader {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
-        return r.stdout
-
-    def status(self):
-        return json.loads(self.cli("status", "--json", timeout=30))
 
     def proc_stats(self):
         """VmRSS, RssAnon, RssShmem (KiB), Threads from /proc/PID/status; open fds."""
@@ -666,7 +655,7 @@ def main():
         if daemon:
             daemon.stop_timed()
         if args.keep:
-            print(f"work folder kept: {workdir} (daemon.log, jobs/ID.out|err|cmd of failed jobs)", file=sys.stderr)
+            print(f"work folder kept: {workdir} (joader.log, jobs/ID.out|err|cmd of failed jobs)", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -1,42 +1,22 @@
-"""A real `joader serve` on a private socket, shared by the integration and the Python tests."""
+"""The daemon starter shared by the tests and the soak benchmark: python/joader/daemon.py, loaded
+by path, since the sanitizer builds cannot import the joader package (its native module)."""
 import contextlib
+import importlib.util
 import os
-import signal
-import subprocess
 import tempfile
-import time
+
+_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "joader", "daemon.py")
+_spec = importlib.util.spec_from_file_location("joader_daemon", _path)
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+Daemon = _module.Daemon
 
 
-class DaemonProcess:
-    def __init__(self, joader, workdir, cache_size="64MiB", threads=2, extra=(), prefix=()):
-        """prefix: a command the daemon runs under (e.g. setpriv with fewer capabilities)."""
-        self.joader = joader
-        self.socket = os.path.join(workdir, "joader.sock")
-        self.log = open(os.path.join(workdir, "daemon.log"), "w+")
-        self.proc = subprocess.Popen(
-            [*prefix, joader, "serve", "--socket", self.socket, "--cache-size", cache_size, "--threads", str(threads), *extra],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while "serving on" not in self.output():
-            if self.proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("daemon did not start:\n" + self.output())
-            time.sleep(0.02)
+class DaemonProcess(Daemon):
+    """A test daemon: a 64 MiB cache and 2 loader threads unless told otherwise."""
 
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self, sig=signal.SIGTERM):
-        """Sends `sig` (SIGTERM: a clean stop) and waits; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+    def __init__(self, joader, workdir, cache_size="64MiB", threads=2, **kwargs):
+        super().__init__(joader, workdir, cache_size=cache_size, threads=threads, **kwargs)
 
 
 @contextlib.contextmanager

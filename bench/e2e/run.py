@@ -18,7 +18,6 @@ import glob
 import json
 import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
+from daemon_process import Daemon  # noqa: E402  (python/joader/daemon.py)
 PY = "/usr/bin/python3"
 BATCH = 64
 
@@ -88,27 +89,19 @@ def run_baseline(root, jobs):
 
 def run_joader(build, root, jobs, tmp):
     threads = max(2, len(jobs))
-    socket = os.path.join(tmp, "e2e.sock")
-    log = os.path.join(tmp, "daemon.log")
     cpu0 = cpu_children()
-    with open(log, "w") as f:
-        daemon = subprocess.Popen([os.path.join(build, "joader"), "serve", "--socket", socket, "--cache-size", "512MiB",
-                                   "--threads", str(threads)], stdout=f, stderr=subprocess.STDOUT)
+    daemon = Daemon(os.path.join(build, "joader"), tmp, name="e2e", cache_size="512MiB", threads=threads)
+    socket = daemon.socket
     try:
-        while "serving on" not in open(log).read():
-            time.sleep(0.02)
-        subprocess.run([os.path.join(build, "joader"), "dataset", "add", "e2e", "--source", f"imagefolder:{root}",
-                        "--resize", "256", "--crop", "224", "--socket", socket], check=True, capture_output=True)
+        daemon.cli("dataset", "add", "e2e", "--source", f"imagefolder:{root}", "--resize", "256", "--crop", "224")
         env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
         cmds = [[PY, os.path.join(HERE, "job_joader.py"), "--socket", socket, "--batch-size", str(BATCH),
                  "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"])]
                 for j in jobs]
         results = run_jobs(cmds, [j["start"] for j in jobs], env)
-        status = json.loads(subprocess.run([os.path.join(build, "joader"), "status", "--json", "--socket", socket],
-                                           check=True, capture_output=True, text=True).stdout)
+        status = daemon.status()
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait()
+        daemon.stop()
     return summarize(results, cpu_children() - cpu0, status["ld_ratio"])
 
 
@@ -170,6 +163,7 @@ def main():
                          joader_cpu=med(x["cpu_per_image_ms"] for x in j), cpu_ratio=cpu_ratio,
                          ld=med(x["ld_ratio"] for x in j), slowest=slowest_ratio,
                          torch_jobs=t[len(t) // 2]["job_seconds"], joader_jobs=j[len(j) // 2]["job_seconds"]))
+    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "e2e_results.json"), "w") as f:
         json.dump({"rows": rows, "raw": results, "mean_jpeg_kb": statistics.mean(sizes) / 1000}, f, indent=1)
 

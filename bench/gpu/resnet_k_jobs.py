@@ -21,6 +21,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
+from daemon_process import Daemon  # noqa: E402  (python/joader/daemon.py)
 
 TRAIN = r'''
 import json, sys, time, torch, torchvision
@@ -91,17 +93,11 @@ def run_side(loader, args, build, data, tmp):
                   python=os.path.join(build, "python"), loader=loader, workers=max(1, os.cpu_count() // args.k))
     try:
         if loader == "joader":
-            socket = os.path.join(tmp, "gpu.sock")
-            log = os.path.join(tmp, "daemon.log")
-            with open(log, "w") as f:
-                daemon = subprocess.Popen([os.path.join(build, "joader"), "serve", "--socket", socket, "--cache-size",
-                                           args.cache_size, "--threads", str(os.cpu_count())], stdout=f,
-                                          stderr=subprocess.STDOUT)
-            while "serving on" not in open(log).read():
-                time.sleep(0.05)
-            subprocess.run([os.path.join(build, "joader"), "dataset", "add", "gpu-bench", "--source",
-                            f"imagefolder:{data}", "--resize", "256", "--crop", "224", "--socket", socket], check=True)
-            common["socket"] = socket
+            daemon = Daemon(os.path.join(build, "joader"), tmp, name="gpu", cache_size=args.cache_size,
+                            threads=os.cpu_count())
+            daemon.cli("dataset", "add", "gpu-bench", "--source", f"imagefolder:{data}", "--resize", "256", "--crop",
+                       "224", timeout=3600)
+            common["socket"] = daemon.socket
         gpu = GpuSampler()
         procs = [subprocess.Popen(["/usr/bin/python3", "-c", TRAIN, json.dumps(common)], stdout=subprocess.PIPE,
                                   text=True) for _ in range(args.k)]
@@ -109,14 +105,12 @@ def run_side(loader, args, build, data, tmp):
         util = gpu.stop()
         status = None
         if daemon is not None:
-            status = json.loads(subprocess.run([os.path.join(build, "joader"), "status", "--json", "--socket",
-                                                common["socket"]], capture_output=True, text=True).stdout)
+            status = daemon.status()
         return {"per_job": rates, "aggregate": sum(rates), "gpu_util": util,
                 "ld_ratio": status["ld_ratio"] if status else None}
     finally:
         if daemon is not None:
-            daemon.send_signal(signal.SIGTERM)
-            daemon.wait()
+            daemon.stop()
 
 
 def main():

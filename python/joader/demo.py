@@ -84,6 +84,7 @@ def main():
         return train(args)
 
     import joader
+    from joader.daemon import Daemon
 
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="demo-", dir=build)
@@ -95,14 +96,8 @@ def main():
         print(f"Generating {CLASSES * PER_CLASS} JPEGs in {CLASSES} classes ...", flush=True)
         subprocess.run([os.path.join(build, "make_images"), os.path.join(work, "images"), "--classes", str(CLASSES),
                         "--per-class", str(PER_CLASS), "--size", "96x80", "--learnable"], check=True)
-        socket = os.path.join(work, "joader.sock")
-        log = open(os.path.join(work, "daemon.log"), "w")
-        daemon = subprocess.Popen([os.path.join(build, "joader"), "serve", "--socket", socket, "--cache-size", "16MiB"],
-                                  stdout=log, stderr=subprocess.STDOUT)
-        while "serving on" not in open(log.name).read():
-            if daemon.poll() is not None:
-                raise RuntimeError(open(log.name).read())
-            time.sleep(0.02)
+        daemon = Daemon(os.path.join(build, "joader"), work, cache_size="16MiB")
+        socket = daemon.socket
         client = joader.Client(socket)
         info = client.add_dataset("demo", source=f"imagefolder:{work}/images", resize=72, crop=64)
         print(f"Daemon up; dataset 'demo': {info['items']} items, {info['prep']}.")
@@ -157,9 +152,8 @@ def main():
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
-        if daemon is not None and daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-            daemon.wait(timeout=10)
+        if daemon is not None:
+            daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -1,5 +1,4 @@
 """Fixtures for the daemon integration tests: a real `joader serve` on a private socket."""
-import json
 import os
 import signal
 import subprocess
@@ -18,15 +17,6 @@ MAKE_IMAGES = os.environ.get("JOADER_MAKE_IMAGES", "build/make_images")
 class Daemon(DaemonProcess):
     def __init__(self, workdir, **kwargs):
         super().__init__(JOADER, workdir, **kwargs)
-
-    def cli(self, *args, check=True):
-        r = subprocess.run([JOADER, *args, "--socket", self.socket], capture_output=True, text=True, timeout=60)
-        if check and r.returncode != 0:
-            raise AssertionError(f"joader {' '.join(args)} failed ({r.returncode}): {r.stderr}")
-        return r
-
-    def status(self):
-        return json.loads(self.cli("status", "--json").stdout)
 
     def client(self, dataset, *args):
         """Starts a test client process; returns the Popen."""
