@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client.h"
+#include "client/report.h"
 #include "common/paths.h"
 #include "server/listener.h"
 #include "server/service.h"
@@ -215,10 +216,7 @@ int run_dataset_list(const std::string& socket, bool json) {
     const auto datasets = client.list_datasets();
     if (json) {
       nlohmann::json out = nlohmann::json::array();
-      for (const auto& d : datasets) {
-        out.push_back({{"name", d.name()}, {"items", d.items()}, {"source", d.source()}, {"prep", d.prep()},
-                       {"classes", d.classes_size()}, {"active_jobs", d.active_jobs()}, {"skipped", d.skipped()}});
-      }
+      for (const auto& d : datasets) out.push_back(to_json(d));
       std::cout << out.dump(2) << "\n";
       return 0;
     }
@@ -249,45 +247,15 @@ int run_dataset_rm(const std::string& socket, const std::string& name) {
   }
 }
 
-nlohmann::json status_json(const v1::StatusReply& s) {
-  nlohmann::json datasets = nlohmann::json::array(), jobs = nlohmann::json::array();
-  for (const auto& d : s.datasets()) {
-    datasets.push_back({{"name", d.name()}, {"items", d.items()}, {"source", d.source()}, {"prep", d.prep()},
-                        {"classes", d.classes_size()}, {"active_jobs", d.active_jobs()}, {"skipped", d.skipped()}});
-  }
-  for (const auto& j : s.jobs()) {
-    jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"delivered", j.delivered()},
-                    {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
-                    {"items_per_second", j.items_per_second()}, {"queued", j.queued()},
-                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}});
-  }
-  const double ld = s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
-  return {{"loads", s.loads()},
-          {"deliveries", s.deliveries()},
-          {"ld_ratio", ld},
-          {"hits", s.hits()},
-          {"evictions", s.evictions()},
-          {"skipped", s.skipped()},
-          {"cache_bytes", s.cache_bytes()},
-          {"cache_capacity", s.cache_capacity()},
-          {"pinned_bytes", s.pinned_bytes()},
-          {"policy", s.policy()},
-          {"loader_threads", s.loader_threads()},
-          {"uptime_seconds", s.uptime_seconds()},
-          {"datasets", datasets},
-          {"jobs", jobs}};
-}
-
 int run_status(const std::string& socket, bool json) {
   try {
     const v1::StatusReply s = Client(socket).status();
     if (json) {
-      std::cout << status_json(s).dump(2) << "\n";
+      std::cout << to_json(s).dump(2) << "\n";
       return 0;
     }
-    const double ld = s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
     fmt::print("loads {}  deliveries {}  L/D {:.3f}  hits {}  evictions {}  skipped {}\n", s.loads(), s.deliveries(),
-               ld, s.hits(), s.evictions(), s.skipped());
+               ld_ratio(s), s.hits(), s.evictions(), s.skipped());
     fmt::print("cache {} of {} ({} pinned), policy {}, {} loader threads, up {:.0f} s\n", human_bytes(double(s.cache_bytes())),
                human_bytes(double(s.cache_capacity())), human_bytes(double(s.pinned_bytes())), s.policy(),
                s.loader_threads(), s.uptime_seconds());

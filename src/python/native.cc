@@ -8,59 +8,15 @@
 #include <cstring>
 
 #include "client/client.h"
+#include "client/report.h"
 
 namespace py = pybind11;
 
 namespace joader {
 namespace {
 
-py::dict dataset_dict(const v1::DatasetInfo& d) {
-  py::dict out;
-  out["name"] = d.name();
-  out["source"] = d.source();
-  out["prep"] = d.prep();
-  out["items"] = d.items();
-  out["classes"] = std::vector<std::string>(d.classes().begin(), d.classes().end());
-  out["height"] = d.height();
-  out["width"] = d.width();
-  out["channels"] = d.channels();
-  out["raw"] = d.raw();
-  out["on_error"] = d.on_error();
-  out["skipped"] = d.skipped();
-  out["active_jobs"] = d.active_jobs();
-  return out;
-}
-
-py::dict status_dict(const v1::StatusReply& s) {
-  py::dict out;
-  out["loads"] = s.loads();
-  out["deliveries"] = s.deliveries();
-  out["ld_ratio"] = s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
-  out["hits"] = s.hits();
-  out["evictions"] = s.evictions();
-  out["skipped"] = s.skipped();
-  out["cache_bytes"] = s.cache_bytes();
-  out["cache_capacity"] = s.cache_capacity();
-  out["pinned_bytes"] = s.pinned_bytes();
-  out["policy"] = s.policy();
-  py::list datasets, jobs;
-  for (const auto& d : s.datasets()) datasets.append(dataset_dict(d));
-  for (const auto& j : s.jobs()) {
-    py::dict jd;
-    jd["name"] = j.name();
-    jd["dataset"] = j.dataset();
-    jd["epoch"] = j.epoch();
-    jd["delivered"] = j.delivered();
-    jd["delivered_in_epoch"] = j.delivered_in_epoch();
-    jd["subset_size"] = j.subset_size();
-    jd["items_per_second"] = j.items_per_second();
-    jd["queued"] = j.queued();
-    jobs.append(jd);
-  }
-  out["datasets"] = datasets;
-  out["jobs"] = jobs;
-  return out;
-}
+// The dicts of client/report.h (the same fields as `joader status --json`), through Python's json.
+py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 // One job; next() returns (epoch, last_of_epoch, ids, labels, data) or None at the end.
 class PyJob {
@@ -172,16 +128,16 @@ PYBIND11_MODULE(_native, m) {
                py::gil_scoped_release nogil;
                info = c.add_dataset(req);
              }
-             return dataset_dict(info);
+             return to_python(to_json(info));
            })
       .def("list_datasets",
            [](Client& c) {
-             py::list out;
-             for (const auto& d : c.list_datasets()) out.append(dataset_dict(d));
-             return out;
+             nlohmann::json out = nlohmann::json::array();
+             for (const auto& d : c.list_datasets()) out.push_back(to_json(d));
+             return to_python(out);
            })
       .def("remove_dataset", &Client::remove_dataset)
-      .def("status", [](Client& c) { return status_dict(c.status()); })
+      .def("status", [](Client& c) { return to_python(to_json(c.status())); })
       .def(
           "open_job",
           [](Client& c, const std::string& dataset, const std::string& name, std::vector<uint32_t> ids,

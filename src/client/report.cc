@@ -1,0 +1,49 @@
+#include "client/report.h"
+
+namespace joader {
+
+nlohmann::json to_json(const v1::DatasetInfo& d) {
+  return {{"name", d.name()},
+          {"source", d.source()},
+          {"prep", d.prep()},
+          {"items", d.items()},
+          {"classes", std::vector<std::string>(d.classes().begin(), d.classes().end())},
+          {"height", d.height()},
+          {"width", d.width()},
+          {"channels", d.channels()},
+          {"raw", d.raw()},
+          {"on_error", d.on_error()},
+          {"skipped", d.skipped()},
+          {"active_jobs", d.active_jobs()}};
+}
+
+double ld_ratio(const v1::StatusReply& s) {
+  return s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
+}
+
+nlohmann::json to_json(const v1::StatusReply& s) {
+  nlohmann::json datasets = nlohmann::json::array(), jobs = nlohmann::json::array();
+  for (const auto& d : s.datasets()) datasets.push_back(to_json(d));
+  for (const auto& j : s.jobs()) {
+    jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"delivered", j.delivered()},
+                    {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
+                    {"items_per_second", j.items_per_second()}, {"queued", j.queued()},
+                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}});
+  }
+  return {{"loads", s.loads()},
+          {"deliveries", s.deliveries()},
+          {"ld_ratio", ld_ratio(s)},
+          {"hits", s.hits()},
+          {"evictions", s.evictions()},
+          {"skipped", s.skipped()},
+          {"cache_bytes", s.cache_bytes()},
+          {"cache_capacity", s.cache_capacity()},
+          {"pinned_bytes", s.pinned_bytes()},
+          {"policy", s.policy()},
+          {"loader_threads", s.loader_threads()},
+          {"uptime_seconds", s.uptime_seconds()},
+          {"datasets", datasets},
+          {"jobs", jobs}};
+}
+
+}  // namespace joader
