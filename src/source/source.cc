@@ -237,8 +237,10 @@ class FolderWalker {
   void walk(const std::string& path, std::vector<DirImages>& out) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd) return fail(path, errno_text(errno));
-    if (!data_root_.empty() && !inside(fd_path(fd.get()), data_root_))
-      return fail(path, "resolves to " + fd_path(fd.get()) + ", outside the daemon's data root " + data_root_);
+    if (!data_root_.empty()) {
+      const std::string real = fd_path(fd.get());
+      if (!inside(real, data_root_)) return fail(path, "resolves to " + real + ", outside the daemon's data root " + data_root_);
+    }
     walk(std::move(fd), path, out);
   }
 
