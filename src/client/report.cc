@@ -39,6 +39,7 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"cache_bytes", s.cache_bytes()},
           {"cache_capacity", s.cache_capacity()},
           {"pinned_bytes", s.pinned_bytes()},
+          {"space_waits", s.space_waits()},
           {"policy", s.policy()},
           {"loader_threads", s.loader_threads()},
           {"uptime_seconds", s.uptime_seconds()},

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 namespace joader {
@@ -118,8 +119,15 @@ std::optional<uint64_t> ArenaAllocator::allocate(uint64_t n) {
 
 void ArenaAllocator::free(uint64_t offset, uint64_t n) {
   n = rounded(n);
-  free_bytes_ += n;
   auto next = by_offset_.lower_bound(offset);
+  // A block freed twice, or overlapping a free one, would later be handed out twice: two items
+  // in the same bytes.
+  if ((next != by_offset_.end() && next->first < offset + n) ||
+      (next != by_offset_.begin() && std::prev(next)->first + std::prev(next)->second > offset)) {
+    throw std::logic_error("ArenaAllocator::free: block [" + std::to_string(offset) + ", +" + std::to_string(n) +
+                           ") overlaps a free block");
+  }
+  free_bytes_ += n;
   if (next != by_offset_.end() && offset + n == next->first) {  // merge with the block after
     n += next->second;
     by_size_.erase({next->second, next->first});

@@ -63,8 +63,10 @@ class ArenaAllocator {
   static uint64_t rounded(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
   // An offset for rounded(n) bytes, or nullopt if no free block is large enough.
   std::optional<uint64_t> allocate(uint64_t n);
+  // Returns a block; throws std::logic_error if it overlaps a free block (freed twice).
   void free(uint64_t offset, uint64_t n);
   uint64_t free_bytes() const { return free_bytes_; }
+  uint64_t largest_free_block() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }
 
  private:
   std::map<uint64_t, uint64_t> by_offset_;             // offset -> size

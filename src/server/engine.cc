@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -193,7 +194,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   ds->prep.resize = req.resize();
   ds->prep.crop = req.crop();
   try {
-    ds->source = open_source(
+    ds->source = options_.open_source(
         req.source(),
         [&](size_t n) {
           if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
@@ -227,6 +228,31 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   auto& slot = datasets_[req.name()] = std::move(ds);
   save_datasets();
   return info(*slot);
+}
+
+void Engine::check_invariants(const char* after) const {
+  if (!options_.check_invariants) return;
+  auto broken = [after](const std::string& what) {
+    std::fprintf(stderr, "joader: internal invariant broken after %s: %s\n", after, what.c_str());
+    std::abort();
+  };
+  if (allocator_.free_bytes() + cache_->used() != cache_->capacity()) {
+    broken("arena free bytes " + std::to_string(allocator_.free_bytes()) + " + cached bytes " +
+           std::to_string(cache_->used()) + " != capacity " + std::to_string(cache_->capacity()));
+  }
+  if (resident_.size() != cache_->items()) {
+    broken(std::to_string(resident_.size()) + " arena blocks for " + std::to_string(cache_->items()) + " cached items");
+  }
+  if (cache_->pinned_units() > cache_->used()) broken("more bytes pinned than cached");
+  uint64_t reserved = 0;
+  for (const auto& [id, j] : jobs_) reserved += reservation(*j);
+  if (reserved != reserved_bytes_) {
+    broken("jobs reserve " + std::to_string(reserved) + " bytes, the total says " + std::to_string(reserved_bytes_));
+  }
+  if (reserved_bytes_ > cache_->capacity()) {
+    broken("reservations of " + std::to_string(reserved_bytes_) + " bytes exceed the arena's " +
+           std::to_string(cache_->capacity()));
+  }
 }
 
 void Engine::save_datasets() const {
@@ -306,6 +332,7 @@ void Engine::remove_dataset(const std::string& name) {
   datasets_.erase(it);
   reap_retired();
   save_datasets();
+  check_invariants("remove_dataset");
 }
 
 void Engine::reap_retired() {
@@ -397,11 +424,13 @@ void Engine::set_queued(Job& j, uint64_t queued) {
   reserved_bytes_ += reservation(j);
 }
 
-bool Engine::can_take(const Job& j) const {
+bool Engine::can_take(const Job& j, uint64_t admitted_bytes) const {
   if (j.closed || j.failure || j.ds->sampler->finished(j.slot)) return false;
   if (j.queued >= uint64_t{j.prefetch} * j.batch) return false;
-  // Starting a new batch reserves a whole batch of arena space.
-  return j.queued % j.batch != 0 || reserved_bytes_ + uint64_t{j.batch} * j.ds->item_bytes <= cache_->capacity();
+  // Starting a new batch reserves a whole batch of arena space, on top of what is reserved and of
+  // the batches that other jobs of the same round are starting.
+  return j.queued % j.batch != 0 ||
+         reserved_bytes_ + admitted_bytes + uint64_t{j.batch} * j.ds->item_bytes <= cache_->capacity();
 }
 
 void Engine::dispatch_loop() {
@@ -448,13 +477,20 @@ void Engine::pace(Dataset& ds, double dt) {
   // A round starts when some job has a whole item of credit; every job with positive credit joins
   // it (borrowing up to one item), so jobs of equal speed stay in the same rounds even when their
   // credits differ by a fraction.
+  //
+  // Each job is admitted against the reservations *including* the new batches of the jobs admitted
+  // before it in this round: checking every job against the total at the start of the round let
+  // two jobs each start a batch that only one of them had room for, which over-committed the
+  // arena, and then decided items waited for space that pinned items of unfinished batches held.
   for (;;) {
     ready.clear();
     bool due = false;
+    uint64_t admitted = 0;
     for (auto& [slot, j] : ds.jobs) {
-      if (j->credit > 0 && can_take(*j)) {
+      if (j->credit > 0 && can_take(*j, admitted)) {
         ready.push_back(slot);
         due = due || j->credit >= 1.0;
+        if (j->queued % j->batch == 0) admitted += uint64_t{j->batch} * ds.item_bytes;
       }
     }
     if (!due) return;
@@ -491,6 +527,7 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
       loader_cv_.notify_one();
     }
   }
+  check_invariants("a round");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -531,34 +568,61 @@ void Engine::loader_loop() {
       finish_load(key, nullptr, error);
       continue;
     }
+    std::optional<uint64_t> offset;
+    if (loads_.at(key).waiters.empty()) {
+      // Every job that wanted the item has left: its bytes are not covered by any reservation,
+      // so keep them only if they fit without evicting anything.
+      if (cache_->used() + rsize <= cache_->capacity()) offset = allocator_.allocate(rsize);
+      if (!offset) {
+        finish_load(key, nullptr, "");
+        continue;
+      }
+    }
     // Room in the arena: reservations guarantee it once unpinned items are evicted. Items of
     // different sizes (raw data, several datasets) can fragment it; then wait for pins to be
     // released, and give up on the item after a while rather than hang its jobs.
-    std::optional<uint64_t> offset;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!stopping_ && std::chrono::steady_clock::now() < give_up) {
+    bool waited = false;
+    while (!offset && !stopping_ && std::chrono::steady_clock::now() < give_up) {
       if (cache_->make_room(rsize)) {
         offset = allocator_.allocate(rsize);
         if (offset) break;
         if (cache_->evict_one()) continue;
       }
+      if (!waited) ++n_space_waits_;
+      waited = true;
       space_cv_.wait_for(lk, std::chrono::milliseconds(100));
     }
     if (stopping_) return;
     if (!offset) {
-      finish_load(key, nullptr, "item " + std::to_string(item) + " (" + ds->source->item(item).path +
-                                    "): no contiguous " + std::to_string(rsize) +
-                                    " bytes free in the cache for 30 s (fragmented by items of other sizes)");
+      // Reservations cover the bytes, not their contiguity: only items of different sizes in one
+      // arena (raw datasets, datasets with other crops) can get here.
+      const std::string where = "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): ";
+      const std::string advice =
+          "start the daemon with a larger --cache-size, or serve datasets whose items differ in size from separate "
+          "daemons";
+      finish_load(key, nullptr,
+                  allocator_.free_bytes() >= rsize
+                      ? where + "no contiguous block of " + std::to_string(rsize) + " bytes in the cache for 30 s: " +
+                            std::to_string(allocator_.free_bytes()) +
+                            " bytes are free, but split between items of other sizes (largest free block " +
+                            std::to_string(allocator_.largest_free_block()) + " bytes); " + advice
+                      : where + "no room for its " + std::to_string(rsize) + " bytes in the cache for 30 s: " +
+                            std::to_string(cache_->pinned_units()) + " of " + std::to_string(cache_->capacity()) +
+                            " bytes are held by items that jobs have not acknowledged; " + advice);
       continue;
     }
     resident_[key] = Resident{*offset, size};
     cache_->insert(key, rsize);
     cache_->pin(key);  // nobody may evict it while the bytes are copied in
+    check_invariants("placing a loaded item");
     lk.unlock();
     std::memcpy(arena_.data() + *offset, prepared.data(), size);
     lk.lock();
     cache_->unpin(key);
+    space_cv_.notify_all();  // it may be evicted now
     finish_load(key, &prepared, "");
+    check_invariants("finishing a load");
   }
 }
 
@@ -661,6 +725,7 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
         j.delivered_in_epoch = 0;
       }
       j.sent[out->seq] = std::move(delivered);
+      check_invariants("a delivery");
       return true;
     }
     if (j.ds->sampler->finished(j.slot) && j.pending.empty() && j.sent.empty()) return false;
@@ -681,6 +746,7 @@ void Engine::ack(JobId id, uint64_t seq) {
   job->sent.erase(it);
   job->cv.notify_all();
   space_cv_.notify_all();
+  check_invariants("an acknowledgement");
 }
 
 void Engine::fail_job(Job& j, EngineError::Code code, const std::string& message) {
@@ -708,6 +774,7 @@ void Engine::release(Job& j) {
   jobs_.erase(j.id);
   j.cv.notify_all();
   space_cv_.notify_all();
+  check_invariants("releasing a job");
 }
 
 void Engine::close_job(JobId id) {
@@ -732,6 +799,7 @@ v1::StatusReply Engine::status() {
   out.set_cache_capacity(cache_->capacity());
   out.set_pinned_bytes(cache_->pinned_units());
   out.set_skipped(n_skipped_);
+  out.set_space_waits(n_space_waits_);
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_policy(options_.policy);
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());

@@ -72,6 +72,19 @@ struct EngineOptions {
   std::string data_root;
   // A group whose members may use the daemon: the arena is then readable by that group.
   std::optional<gid_t> share_group;
+  // Check the memory invariants (see Engine::check_invariants) after every cache and arena
+  // operation, and abort on the first violation. O(jobs) per check: on in debug and sanitizer
+  // builds and in the engine's tests.
+#ifdef NDEBUG
+  bool check_invariants = false;
+#else
+  bool check_invariants = true;
+#endif
+  // Opens a dataset's source; tests put a source of their own here (e.g. one with slow reads).
+  std::function<std::unique_ptr<Source>(const std::string& spec, const std::function<void(size_t)>& progress,
+                                        const std::string& data_root)>
+      open_source = [](const std::string& spec, const std::function<void(size_t)>& progress,
+                       const std::string& data_root) { return joader::open_source(spec, progress, data_root); };
 };
 
 struct BatchOut {
@@ -138,7 +151,9 @@ class Engine {
 
   void dispatch_loop();
   void pace(Dataset& ds, double dt);
-  bool can_take(const Job& j) const;  // may receive an item now, credit aside
+  // May receive an item now, credit aside, when admitted_bytes of new batches are already being
+  // started in the same round.
+  bool can_take(const Job& j, uint64_t admitted_bytes) const;
   void decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
   void loader_loop();
   void finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error);
@@ -149,6 +164,11 @@ class Engine {
   void fail_job(Job& j, EngineError::Code code, const std::string& message);
   std::shared_ptr<Job> find_job(JobId id);
   v1::DatasetInfo info(const Dataset& ds) const;
+  // mu_ held. When options_.check_invariants: the allocator's free bytes equal the cache's
+  // capacity minus its used bytes, every resident key has exactly one arena block, the
+  // reservations add up and fit in the arena, pinned bytes are resident bytes. Aborts naming
+  // `after` (the operation just done) when one does not hold.
+  void check_invariants(const char* after) const;
   void save_datasets() const;  // mu_ held
   void reap_retired();         // mu_ held: frees removed datasets that no load refers to any more
 
@@ -172,7 +192,7 @@ class Engine {
   std::unordered_map<CacheKey, Load> loads_;
   std::deque<CacheKey> tasks_;
   uint64_t reserved_bytes_ = 0;
-  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0;
+  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0;
 
   std::thread dispatcher_;
   std::vector<std::thread> loaders_;
