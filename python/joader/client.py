@@ -1,5 +1,29 @@
 """joader.Client: talks to the daemon (datasets, status) and opens jobs."""
+import numbers
+
 from . import _native
+
+NOT_FOUND, INVALID_ARGUMENT = 5, 3  # gRPC status codes, as the daemon's errors carry them
+
+
+def error(code, message):
+    """A joader.JoaderError with a gRPC status code, as the daemon's own errors are raised."""
+    e = _native.JoaderError(message)
+    e.code = code
+    return e
+
+
+def integer(name, value, minimum=None, maximum=None):
+    """value as an int, refusing floats (2.5, and 2.0 too), bools and other types, and values out
+    of [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, not {value}")
+    return value
 
 
 class Client:
@@ -25,7 +49,10 @@ class Client:
         """
         if not raw and crop is None:
             raise ValueError("choose crop=C (with an optional resize=S) to decode images, or raw=True")
-        return self._native.add_dataset(name, source, bool(raw), int(resize or 0), int(crop or 0), on_error)
+        resize = 0 if resize is None else integer("resize", resize, 1, 8192)
+        crop = 0 if crop is None else integer("crop", crop, 1, 8192)
+        # A relative path is made absolute in this process's working directory by the native client.
+        return self._native.add_dataset(name, source, bool(raw), resize, crop, on_error)
 
     def datasets(self):
         return self._native.list_datasets()
@@ -38,10 +65,13 @@ class Client:
         return self._native.status()
 
     def dataset(self, name):
-        for d in self.datasets():
+        """The description of dataset `name`; JoaderError (code 5, NOT_FOUND) if there is none."""
+        known = self.datasets()
+        for d in known:
             if d["name"] == name:
                 return d
-        raise KeyError(f"unknown dataset '{name}'")
+        names = ", ".join(d["name"] for d in known) or "none; add one with Client.add_dataset"
+        raise error(NOT_FOUND, f"unknown dataset '{name}' (known: {names})")
 
     def _open_job(self, **kwargs):
         return self._native.open_job(**kwargs)

@@ -1,10 +1,13 @@
 """joader.Loader: one job's batches, epoch after epoch, with mid-epoch resume."""
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from .client import Client
+from .client import INVALID_ARGUMENT, Client, error, integer
+
+MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
 
 
 @dataclass
@@ -13,6 +16,37 @@ class Batch:
     labels: np.ndarray   # int64 [B]
     data: object         # uint8 [B, H, W, C] for decoded datasets, a list of bytes for raw ones
     epoch: int           # 0-based
+
+
+def item_ids(indices):
+    """(ids, largest): indices as a 1-D array of non-negative integer ids, and the largest of
+    them as a Python int (it may exceed 64 bits). Refuses floats (1.5, and 1.0 too), bools, nested and empty sequences."""
+    array = np.asarray(indices)
+    if array.ndim != 1:
+        raise ValueError(f"indices must be a flat sequence of item ids, not an array of shape {array.shape}")
+    if len(array) == 0:
+        raise ValueError("indices is empty")
+    if array.dtype.kind in "iu":
+        lo, hi = int(array.min()), int(array.max())
+    else:  # floats, bools, or Python ints too large for 64 bits (an object array)
+        values = array.tolist()
+        bad = next((x for x in values if isinstance(x, bool) or not isinstance(x, numbers.Integral)), None)
+        if bad is not None:
+            raise TypeError(f"indices must be integer item ids, not {type(bad).__name__} values such as {bad!r}")
+        lo, hi = min(values), max(values)
+    if lo < 0:
+        raise ValueError("indices must be non-negative item ids")
+    return array, hi
+
+
+def subset_ids(client, dataset, indices):
+    """indices as an int64 array of item ids (see item_ids); an id beyond the daemon's 32-bit ids
+    gets the daemon's own error for an id outside the dataset (JoaderError, INVALID_ARGUMENT)."""
+    array, largest = item_ids(indices)
+    if largest >= MAX_ITEMS:
+        items = client.dataset(dataset)["items"]
+        raise error(INVALID_ARGUMENT, f"item id {largest} is outside the dataset ({items} items)")
+    return array.astype(np.int64)
 
 
 class Loader:
@@ -28,20 +62,14 @@ class Loader:
 
     def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
                  drop_last=False, prefetch=4):
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
+        self.batch_size = integer("batch_size", batch_size, 1)
+        self.epochs = None if epochs is None else integer("epochs", epochs, 1)
+        self.prefetch = integer("prefetch", prefetch, 1)
         self.client = client or Client()
         self.dataset = dataset
         self.name = name or ""
-        self.batch_size = int(batch_size)
-        self.epochs = epochs
-        self.drop_last = drop_last
-        self.prefetch = prefetch
-        self.indices = None if indices is None else np.asarray(indices, dtype=np.int64)
-        if self.indices is not None and len(self.indices) == 0:
-            raise ValueError("indices is empty")
-        if self.indices is not None and self.indices.min() < 0:
-            raise ValueError("indices must be non-negative item ids")
+        self.drop_last = bool(drop_last)
+        self.indices = None if indices is None else subset_ids(self.client, dataset, indices)
         self._size = len(self.indices) if self.indices is not None else self.client.dataset(dataset)["items"]
         if state is not None:
             if state.get("dataset") not in (None, dataset):
@@ -80,7 +108,8 @@ class Loader:
             self._consumed.extend(ids.tolist())
             if last:
                 self._epoch, self._consumed = epoch + 1, []
-            yield Batch(ids, labels, data, epoch)
+            if len(ids):  # an empty batch only marks the end of an epoch whose last items were dropped
+                yield Batch(ids, labels, data, epoch)
             if last and until_epoch_end:
                 return
 

@@ -15,7 +15,8 @@ import math
 import numpy as np
 import torch
 
-from .loader import Loader
+from .client import Client, integer
+from .loader import Loader, subset_ids
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -67,15 +68,21 @@ class DataLoader:
         dist = _distributed()
         if rank is None and world_size is None and dist is not None:
             rank, world_size = dist
-        self.rank, self.world_size = (rank or 0), (world_size or 1)
-        if not 0 <= self.rank < self.world_size:
+        self.world_size = 1 if world_size is None else integer("world_size", world_size, 1)
+        self.rank = 0 if rank is None else integer("rank", rank, 0)
+        if self.rank >= self.world_size:
             raise ValueError(f"rank {self.rank} is not in [0, {self.world_size})")
+        batch_size = integer("batch_size", batch_size, 1)
+        epochs = None if epochs is None else integer("epochs", epochs, 1)
+        seed = integer("seed", seed)
         self.dataset, self.batch_size, self.epochs, self.name = dataset, batch_size, epochs, name
         self.client, self.layout, self.dtype, self.transform = client, layout, dtype, transform
         self.drop_last, self.seed, self.prefetch, self.with_indices = drop_last, seed, prefetch, with_indices
         self.mean = torch.tensor(mean).view(1, 3, 1, 1) if layout == "NCHW" else torch.tensor(mean)
         self.std = torch.tensor(std).view(1, 3, 1, 1) if layout == "NCHW" else torch.tensor(std)
-        self._subset = None if indices is None else np.asarray(indices, dtype=np.int64)
+        self._subset = None
+        if indices is not None:
+            self._subset = subset_ids(client or Client(), dataset, indices)
         self._state = state
         self._loader = None
         self._epoch = int(state["epoch"]) if state else 0
@@ -91,7 +98,6 @@ class DataLoader:
             return len(self._subset)
         if self._loader is not None:
             return self._loader._size
-        from .client import Client
         return (self.client or Client()).dataset(self.dataset)["items"]
 
     def _rank_part(self, epoch):

@@ -325,9 +325,14 @@ void add_dataset_command(CLI::App& app, int& exit_code) {
   auto add = std::make_shared<DatasetAddOptions>();
   CLI::App* a = ds->add_subcommand("add", "Index a source and register it under NAME");
   a->add_option("name", add->name, "Dataset name")->required();
-  a->add_option("--source", add->source, "imagefolder:PATH, lmdb:PATH, filelist:FILE or synthetic:COUNT[:WxH]")->required();
-  a->add_option("--resize", add->resize, "Decode, then resize the shorter side to S pixels");
-  a->add_option("--crop", add->crop, "Decode, then center-crop C×C (uint8 HWC RGB)");
+  a->add_option("--source", add->source,
+                 "imagefolder:PATH, lmdb:PATH, filelist:FILE or synthetic:COUNT[:WxH]; a relative PATH is taken in "
+                 "the current directory")
+      ->required();
+  a->add_option("--resize", add->resize, "Decode, then resize the shorter side to S pixels (1..8192)")
+      ->check(CLI::Range(1u, 8192u));
+  a->add_option("--crop", add->crop, "Decode, then center-crop C×C (uint8 HWC RGB; 1..8192)")
+      ->check(CLI::Range(1u, 8192u));
   a->add_flag("--raw", add->raw, "Pass the stored bytes through undecoded");
   a->add_option("--on-error", add->on_error, "A corrupt item fails the job ('fail') or is skipped ('skip')")->capture_default_str();
   add_socket_option(a, add->socket);

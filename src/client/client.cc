@@ -2,9 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 #include <grpcpp/grpcpp.h>
 
 #include "common/paths.h"
+#include "common/source_spec.h"
 #include "joader.grpc.pb.h"
 #include "server/arena.h"
 
@@ -32,11 +35,15 @@ struct Job::Stream {
   std::string socket;
 };
 
-Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_path() : std::move(socket)) {
+Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_path() : socket) {
   struct stat st{};
   if (stat(socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    // JOADER_SOCKET is worth a hint only where neither the caller nor the variable chose the path.
+    const bool chosen_by_default = socket.empty() && std::getenv("JOADER_SOCKET") == nullptr;
     throw ClientError(static_cast<int>(grpc::StatusCode::UNAVAILABLE),
-                      "no Joader daemon at " + socket_ + " (start one with `joader serve`, or set JOADER_SOCKET)");
+                      "no Joader daemon at " + socket_ + " (start one with `joader serve" +
+                          (chosen_by_default ? "`, or set JOADER_SOCKET to the socket of a running one)"
+                                             : " --socket " + socket_ + "`)"));
   }
   impl_ = std::make_unique<Impl>();
   grpc::ChannelArguments args;
@@ -49,6 +56,7 @@ Client::~Client() = default;
 
 v1::DatasetInfo Client::add_dataset(v1::AddDatasetRequest request, const std::function<void(uint64_t)>& progress) {
   request.set_protocol_version(kClientProtocolVersion);
+  request.set_source(absolute_source(request.source()));  // the caller's directory, not the daemon's
   grpc::ClientContext ctx;
   auto reader = impl_->stub->AddDataset(&ctx, request);
   v1::AddDatasetProgress msg;

@@ -55,6 +55,9 @@ struct ItemView {
   uint64_t size;
 };
 
+// A batch never spans two epochs. It has no items only when it ends an epoch whose last items
+// were all dropped (drop_last) or skipped (a dataset added with on_error skip): it still must be
+// acknowledged like any other.
 struct Batch {
   uint64_t seq = 0;
   uint32_t epoch = 0;
@@ -99,6 +102,7 @@ class Client {
 
   const std::string& socket() const { return socket_; }
 
+  // A relative path in the request's source is made absolute in this process's working directory.
   v1::DatasetInfo add_dataset(v1::AddDatasetRequest request, const std::function<void(uint64_t)>& progress = {});
   std::vector<v1::DatasetInfo> list_datasets();
   void remove_dataset(const std::string& name);

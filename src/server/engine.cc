@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/source_spec.h"
+
 namespace joader {
 
 using Clock = std::chrono::steady_clock;
@@ -158,15 +160,22 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   if (req.name().empty()) throw EngineError(EngineError::kInvalidArgument, "a dataset needs a name");
   check_text("the dataset name", req.name(), kMaxNameBytes);
   check_text("the source", req.source(), kMaxSourceBytes);
+  if (const auto path = source_path(req.source()); path && !path->empty() && path->front() != '/') {
+    throw EngineError(EngineError::kInvalidArgument,
+                      "the source path '" + *path + "' is relative, and the daemon's working directory is not the " +
+                          "caller's: give an absolute path (the joader command and the Python and C++ clients make " +
+                          "relative paths absolute themselves)");
+  }
   if (req.on_error() != "" && req.on_error() != "fail" && req.on_error() != "skip") {
-    throw EngineError(EngineError::kInvalidArgument, "--on-error must be 'fail' or 'skip', not '" + req.on_error() + "'");
+    throw EngineError(EngineError::kInvalidArgument, "the on-error mode must be 'fail' or 'skip', not '" + req.on_error() + "'");
   }
   if (req.raw() && (req.crop() != 0 || req.resize() != 0)) {
-    throw EngineError(EngineError::kInvalidArgument, "--raw passes bytes through: it cannot be combined with --resize/--crop");
+    throw EngineError(EngineError::kInvalidArgument, "a raw dataset passes the stored bytes through: it takes no resize or crop");
   }
   if (!req.raw() && req.crop() == 0) {
     throw EngineError(EngineError::kInvalidArgument,
-                      "choose a prep: --raw, or --crop C (with an optional --resize S) to decode into C×C RGB arrays");
+                      "choose a prep: raw (the stored bytes passed through), or a crop size C (with an optional resize S) "
+                      "to decode into C×C RGB arrays");
   }
   auto check_duplicate = [&]() -> std::optional<v1::DatasetInfo> {
     auto it = datasets_.find(req.name());
@@ -701,12 +710,12 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
         for (const Entry& e : delivered) cache_->unpin(cache_key(j.ds->index, e.item));
         set_queued(j, j.queued - delivered.size());
-        if (last) {
-          ++j.epoch;
-          j.delivered_in_epoch = 0;
-        }
+        delivered.clear();
         space_cv_.notify_all();
-        continue;
+        // The end of an epoch must reach the client even when nothing of its last batch is left
+        // (dropped by drop_last, or every item skipped): it gets an empty batch marked last, so
+        // that its epoch count and resume state move on.
+        if (!last) continue;
       }
       out->seq = j.next_seq++;
       out->last_of_epoch = last;

@@ -253,6 +253,21 @@ TEST(EngineMemory, JobsGetExactEpochsOnACacheOfExactlyTheirBatchesWhileLoadsFini
   }
 }
 
+TEST(EngineDatasets, RefusesRelativeSourcePathsWhichWouldBeReadInTheDaemonsDirectory) {
+  Engine engine(small_engine());
+  for (const char* source : {"imagefolder:photos", "filelist:list.txt", "lmdb:./db"}) {
+    v1::AddDatasetRequest r = synthetic("rel", 1);
+    r.set_source(source);
+    try {
+      engine.add_dataset(r, {});
+      ADD_FAILURE() << source << " was accepted";
+    } catch (const EngineError& e) {
+      EXPECT_EQ(e.code(), EngineError::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("is relative"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ArenaAllocator, RefusesABlockFreedTwiceInsteadOfHandingItOutTwice) {
   ArenaAllocator a(1024);
   const auto first = a.allocate(100), second = a.allocate(100);

@@ -426,6 +426,10 @@ class LmdbSource : public IndexedSource {
       throw SourceError(spec + ": cannot open: " + errno_text(errno));
     // A directory holds data.mdb and lock.mdb; anything else is the data file itself. MDB_NOTLS:
     // read transactions are begun and ended by whichever loader thread calls read().
+    if (S_ISDIR(st.st_mode) && ::access((path + "/data.mdb").c_str(), F_OK) != 0) {
+      throw SourceError(spec + ": " + path + "/data.mdb: " + errno_text(errno) +
+                        " (an LMDB directory holds data.mdb; or name the data file itself)");
+    }
     const unsigned flags = MDB_RDONLY | MDB_NOTLS | (S_ISDIR(st.st_mode) ? 0 : MDB_NOSUBDIR);
     int rc = open_env(path, flags);
     // Without write access to the lock file (a dataset owned by another user), read without

@@ -300,3 +300,74 @@ def test_bad_pngs_fail_with_a_precise_reason(client, workdir):
         with pytest.raises(joader.JoaderError) as e:
             list(joader.Loader("bad", indices=[item], batch_size=1, client=client))
         assert f"item {item} (" in str(e.value) and reason in str(e.value), str(e.value)
+
+
+def test_bad_arguments_are_refused_in_python_words(client):
+    client.add_dataset("synth", source="synthetic:40:16x16", crop=8)
+    # An id beyond the daemon's 32-bit ids gets the daemon's own words for an id beyond the dataset.
+    for make in (lambda: joader.Loader("synth", indices=[2**32], client=client),
+                 lambda: joader.torch.DataLoader("synth", indices=[3, 2**64], client=client),
+                 lambda: next(iter(joader.Loader("synth", indices=[40], client=client)))):
+        with pytest.raises(joader.JoaderError) as e:
+            make()
+        assert e.value.code == 3 and str(e.value).endswith("is outside the dataset (40 items)"), str(e.value)
+    for make in (lambda: client.dataset("nope"), lambda: joader.Loader("nope", client=client),
+                 lambda: joader.torch.DataLoader("nope", client=client)):
+        with pytest.raises(joader.JoaderError) as e:
+            make()
+        assert e.value.code == 5 and str(e.value) == "unknown dataset 'nope' (known: synth)"
+    with pytest.raises(TypeError, match="indices must be integer item ids, not float values such as 1.5"):
+        joader.Loader("synth", indices=[1.5], client=client)
+    with pytest.raises(TypeError, match="batch_size must be an integer, not 2.5"):
+        joader.Loader("synth", batch_size=2.5, client=client)
+    with pytest.raises(TypeError, match="batch_size must be an integer"):
+        joader.torch.DataLoader("synth", batch_size=2.5, world_size=2, rank=0, client=client)
+    with pytest.raises(ValueError, match="world_size must be at least 1, not 0"):
+        joader.torch.DataLoader("synth", world_size=0, client=client)
+    with pytest.raises(ValueError, match="epochs must be at least 1, not 0"):
+        joader.Loader("synth", epochs=0, client=client)
+    with pytest.raises(ValueError, match="crop must be at least 1, not 0"):
+        client.add_dataset("zero", source="synthetic:4", crop=0)
+
+
+def test_relative_source_paths_are_taken_in_the_callers_directory(client, workdir, monkeypatch):
+    make_images(os.path.join(workdir, "pictures"), classes=2, per_class=3)
+    monkeypatch.chdir(workdir)  # the daemon's working directory is another one
+    info = client.add_dataset("relative", source="imagefolder:pictures", crop=8)
+    assert info["source"] == f"imagefolder:{workdir}/pictures" and info["items"] == 6
+
+
+def test_drop_last_still_ends_every_epoch_for_passes_and_resume(client):
+    client.add_dataset("ten", source="synthetic:10:16x16", crop=8)
+    loader = joader.Loader("ten", batch_size=4, epochs=3, drop_last=True, client=client)
+    for epoch in range(3):
+        batches = list(loader.batches(until_epoch_end=True))
+        assert [(b.epoch, len(b.indices)) for b in batches] == [(epoch, 4), (epoch, 4)]
+        assert len(set(np.concatenate([b.indices for b in batches]).tolist())) == 8
+        assert loader.state_dict() == {"dataset": "ten", "epoch": epoch + 1, "consumed": []}
+    assert list(loader.batches()) == []
+
+    dl = joader.torch.DataLoader("ten", batch_size=4, epochs=3, drop_last=True, client=client)
+    assert [len(list(dl)) for _ in range(4)] == [2, 2, 2, 0]  # one pass, one epoch
+
+    loader = joader.Loader("ten", batch_size=4, epochs=2, drop_last=True, client=client)
+    batches = iter(loader)
+    first = [next(batches) for _ in range(3)]  # all of epoch 0, one batch of epoch 1
+    state = loader.state_dict()
+    loader.close()
+    assert state["epoch"] == 1 and sorted(state["consumed"]) == sorted(first[2].indices.tolist())
+    rest = list(joader.Loader("ten", batch_size=4, epochs=2, drop_last=True, client=client, state=state))
+    assert [(b.epoch, len(b.indices)) for b in rest] == [(1, 4)]
+    assert not set(rest[0].indices.tolist()) & set(state["consumed"])
+
+
+def test_an_epoch_whose_last_items_are_all_skipped_still_ends(client, workdir):
+    corpus = os.path.join(workdir, "corpus")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "data", "make_corpus.py"), corpus],
+                   check=True)
+    client.add_dataset("bad", source=f"imagefolder:{os.path.join(corpus, 'bad')}", crop=8, on_error="skip")
+    loader = joader.Loader("bad", batch_size=2, epochs=2, client=client)  # its 3 items are all corrupt
+    for epoch in range(2):
+        assert list(loader.batches(until_epoch_end=True)) == []
+        assert loader.state_dict()["epoch"] == epoch + 1
+    assert client.status()["skipped"] == 6
