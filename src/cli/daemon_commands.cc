@@ -183,6 +183,16 @@ struct DatasetAddOptions {
 void print_error(const std::exception& e) { fmt::print(stderr, "error: {}\n", e.what()); }
 
 int run_dataset_add(const DatasetAddOptions& o) {
+  // Said here in the command's words; the daemon's own message speaks to every client alike.
+  if (!o.raw && o.crop == 0) {
+    fmt::print(stderr, "error: choose a prep: --raw, or --crop C (with an optional --resize S) to decode into C×C RGB "
+                       "arrays\n");
+    return 1;
+  }
+  if (o.raw && (o.crop != 0 || o.resize != 0)) {
+    fmt::print(stderr, "error: --raw passes the stored bytes through: it cannot be combined with --resize or --crop\n");
+    return 1;
+  }
   try {
     Client client(o.socket);
     v1::AddDatasetRequest req;

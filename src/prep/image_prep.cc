@@ -291,13 +291,13 @@ inline uint8_t clip8(int32_t v) {
   return static_cast<uint8_t>(v >> kPrecisionBits);
 }
 
-// Resizes `img` to g.resized_width×g.resized_height as PIL's bilinear filter does and writes the
-// crop×crop window at (g.crop_left, g.crop_top) into out, zeros where it lies outside the image.
-void resize_window(const Image& img, const PrepGeometry& g, int64_t crop, std::vector<uint8_t>& out) {
+}  // namespace
+
+void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out) {
   const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
-  const int64_t ox0 = std::max<int64_t>(0, g.crop_left), ox1 = std::min<int64_t>(W, g.crop_left + crop);
-  const int64_t oy0 = std::max<int64_t>(0, g.crop_top), oy1 = std::min<int64_t>(H, g.crop_top + crop);
-  out.assign(static_cast<size_t>(crop * crop * 3), 0);
+  const int64_t ox0 = std::max<int64_t>(0, g.crop_left), ox1 = std::min<int64_t>(W, g.crop_left + crop_w);
+  const int64_t oy0 = std::max<int64_t>(0, g.crop_top), oy1 = std::min<int64_t>(H, g.crop_top + crop_h);
+  out.assign(static_cast<size_t>(crop_w * crop_h * 3), 0);
   if (ox1 <= ox0 || oy1 <= oy0) return;
   const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
   const Coefficients h = bilinear_coefficients(img.width, W, ox0, nx);
@@ -333,12 +333,10 @@ void resize_window(const Image& img, const PrepGeometry& g, int64_t crop, std::v
       const int32_t w = k[y];
       for (int64_t i = 0; i < nx * 3; ++i) acc[i] += src[i] * w;
     }
-    uint8_t* dst = &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop + (ox0 - g.crop_left)) * 3)];
+    uint8_t* dst = &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop_w + (ox0 - g.crop_left)) * 3)];
     for (int64_t i = 0; i < nx * 3; ++i) dst[i] = clip8(acc[i]);
   }
 }
-
-}  // namespace
 
 std::string PrepSpec::describe() const {
   if (raw) return "raw";
@@ -395,7 +393,7 @@ void prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector
                     std::to_string(limit));
   // torchvision leaves an image that already has the target size alone; the filter is then the
   // identity, bit for bit, so one path serves both.
-  resize_window(img, g, spec.crop, out);
+  resize_window(img, g, spec.crop, spec.crop, out);
 }
 
 std::vector<uint8_t> encode_jpeg(const Image& img, int quality) {

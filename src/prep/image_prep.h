@@ -71,6 +71,12 @@ struct PrepGeometry {
 };
 PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height);
 
+// img resized to g.resized_width×g.resized_height with PIL's antialiased bilinear filter (in its
+// fixed-point arithmetic, computed only for the window), then the crop_w×crop_h window whose
+// top-left corner is (g.crop_left, g.crop_top) written to out as HWC RGB, zeros where the window
+// lies outside the resized image.
+void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out);
+
 // raw mode: out = encoded. Decode mode: decode_image, then resize and center crop as
 // prep_geometry says (zero padding where the resized image is smaller than the crop, like
 // CenterCrop) into out, crop×crop×3 bytes of HWC RGB. The resize is PIL's antialiased bilinear

@@ -9,6 +9,7 @@
 
 #include "client/client.h"
 #include "client/report.h"
+#include "prep/augment.h"
 
 namespace py = pybind11;
 
@@ -104,6 +105,45 @@ PYBIND11_MODULE(_native, m) {
       PyErr_SetObject(error.ptr(), instance.ptr());
     }
   });
+
+  // For the exactness tests of per-job augmentation (tests/python/test_augment.py): the C++ ops
+  // on a given image and box, and the parameters they draw, without a daemon.
+  m.def("testing_resized_crop",
+        [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> hwc, int64_t top, int64_t left,
+           int64_t height, int64_t width, uint32_t size, bool flip) {
+          if (hwc.ndim() != 3 || hwc.shape(2) != 3) throw std::invalid_argument("expected an [H, W, 3] uint8 array");
+          Image img;
+          img.height = static_cast<uint32_t>(hwc.shape(0));
+          img.width = static_cast<uint32_t>(hwc.shape(1));
+          img.rgb.assign(hwc.data(), hwc.data() + hwc.size());
+          const Image out = resized_crop(img, CropBox{top, left, height, width}, size, flip);
+          py::array_t<uint8_t> result({py::ssize_t(size), py::ssize_t(size), py::ssize_t(3)});
+          std::memcpy(result.mutable_data(), out.rgb.data(), out.rgb.size());
+          return result;
+        });
+  m.def("testing_draws",
+        [](uint32_t width, uint32_t height, uint32_t size, std::pair<double, double> scale,
+           std::pair<double, double> ratio, double p, uint64_t seed, uint32_t epoch, uint32_t items) {
+          AugmentOp crop, flip;
+          crop.kind = AugmentOp::kRandomResizedCrop;
+          crop.size = size;
+          std::tie(crop.scale_min, crop.scale_max) = scale;
+          std::tie(crop.ratio_min, crop.ratio_max) = ratio;
+          flip.kind = AugmentOp::kRandomHorizontalFlip;
+          flip.p = p;
+          validate_pipeline({crop, flip});
+          py::array_t<int64_t> out({py::ssize_t(items), py::ssize_t(5)});  // top, left, height, width, flip
+          auto o = out.mutable_unchecked<2>();
+          for (uint32_t item = 0; item < items; ++item) {
+            const std::vector<OpDraw> d = draw_augment({crop, flip}, width, height, seed, epoch, item);
+            o(item, 0) = d[0].box.top;
+            o(item, 1) = d[0].box.left;
+            o(item, 2) = d[0].box.height;
+            o(item, 3) = d[0].box.width;
+            o(item, 4) = d[1].flip;
+          }
+          return out;
+        });
 
   py::class_<PyJob>(m, "Job")
       .def("next", &PyJob::next)

@@ -1,0 +1,243 @@
+#include "prep/augment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace joader {
+namespace {
+
+// SplitMix64's finaliser: a bijection on 64 bits with full avalanche.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+[[noreturn]] void invalid(const AugmentOp& op, const std::string& what) {
+  static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize", "CenterCrop"};
+  throw PrepError(std::string(names[op.kind]) + ": " + what);
+}
+
+// Python's round() of a non-negative double: to nearest, ties to even (the default FP mode).
+int64_t py_round(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
+
+Image resize_shorter(const Image& img, uint32_t size) {
+  PrepSpec spec;
+  spec.raw = false;
+  spec.resize = size;
+  spec.crop = 1;  // unused: the window below is the whole resized image
+  PrepGeometry g = prep_geometry(spec, img.width, img.height);
+  g.crop_left = g.crop_top = 0;
+  Image out;
+  out.width = static_cast<uint32_t>(g.resized_width);
+  out.height = static_cast<uint32_t>(g.resized_height);
+  resize_window(img, g, out.width, out.height, out.rgb);
+  return out;
+}
+
+Image center_crop(const Image& img, uint32_t size) {
+  // torchvision: round((D - C) / 2.0) offsets, zero padding ((C - D) // 2 before) when smaller.
+  auto offset = [](int64_t d, int64_t c) -> int64_t {
+    if (d < c) return -((c - d) / 2);
+    const int64_t n = d - c;
+    return n / 2 + ((n & 1) & ((n / 2) & 1));
+  };
+  PrepGeometry g;
+  g.resized_width = img.width;
+  g.resized_height = img.height;
+  g.crop_left = offset(img.width, size);
+  g.crop_top = offset(img.height, size);
+  Image out;
+  out.width = out.height = size;
+  resize_window(img, g, size, size, out.rgb);  // an identity resize: a copy of the window
+  return out;
+}
+
+void flip_rows(Image& img) {
+  for (uint32_t y = 0; y < img.height; ++y) {
+    uint8_t* row = &img.rgb[static_cast<size_t>(y) * img.width * 3];
+    for (uint32_t a = 0, b = img.width - 1; a < b; ++a, --b) {
+      for (int c = 0; c < 3; ++c) std::swap(row[3 * a + c], row[3 * b + c]);
+    }
+  }
+}
+
+}  // namespace
+
+std::string AugmentOp::describe() const {
+  switch (kind) {
+    case kRandomResizedCrop:
+      return "RandomResizedCrop(" + std::to_string(size) + ", scale=(" + number(scale_min) + ", " + number(scale_max) +
+             "), ratio=(" + number(ratio_min) + ", " + number(ratio_max) + "))";
+    case kRandomHorizontalFlip: return "RandomHorizontalFlip(p=" + number(p) + ")";
+    case kResize: return "Resize(" + std::to_string(size) + ")";
+    case kCenterCrop: return "CenterCrop(" + std::to_string(size) + ")";
+  }
+  return "?";
+}
+
+void validate_pipeline(const std::vector<AugmentOp>& ops) {
+  if (ops.empty()) throw PrepError("an augmentation pipeline needs at least one op");
+  for (const AugmentOp& op : ops) {
+    if (op.kind != AugmentOp::kRandomHorizontalFlip && (op.size == 0 || op.size > kMaxAugmentSize)) {
+      invalid(op, "size must be in 1.." + std::to_string(kMaxAugmentSize) + ", not " + std::to_string(op.size));
+    }
+    if (op.kind == AugmentOp::kRandomResizedCrop) {
+      if (!(op.scale_min > 0) || !(op.scale_min <= op.scale_max) || !std::isfinite(op.scale_max)) {
+        invalid(op, "scale (" + number(op.scale_min) + ", " + number(op.scale_max) +
+                        ") must be a non-empty range of positive fractions");
+      }
+      if (!(op.ratio_min > 0) || !(op.ratio_min <= op.ratio_max) || !std::isfinite(op.ratio_max)) {
+        invalid(op, "ratio (" + number(op.ratio_min) + ", " + number(op.ratio_max) +
+                        ") must be a non-empty range of positive aspect ratios");
+      }
+    }
+    if (op.kind == AugmentOp::kRandomHorizontalFlip && !(op.p >= 0 && op.p <= 1)) {
+      invalid(op, "p must be in [0, 1], not " + number(op.p));
+    }
+  }
+  pipeline_output_size(ops);
+}
+
+uint32_t pipeline_output_size(const std::vector<AugmentOp>& ops) {
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    if (it->kind == AugmentOp::kRandomResizedCrop || it->kind == AugmentOp::kCenterCrop) return it->size;
+    if (it->kind == AugmentOp::kResize) break;
+  }
+  throw PrepError("an augmentation pipeline must end in a fixed size (RandomResizedCrop or CenterCrop after the "
+                  "last Resize), so that batches are [B, 3, size, size]");
+}
+
+CounterRng::CounterRng(uint64_t seed, uint32_t epoch, uint32_t item)
+    : key_(mix(mix(seed) ^ mix((uint64_t{epoch} << 32 | item) + 0x9e3779b97f4a7c15ULL))) {}
+
+uint64_t CounterRng::next() { return mix(key_ + 0x9e3779b97f4a7c15ULL * ++counter_); }
+
+double CounterRng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+double CounterRng::uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+
+uint64_t CounterRng::below(uint64_t n) {
+  // Rejection of the top partial block: exactly uniform.
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  for (;;) {
+    const uint64_t v = next();
+    if (v < limit) return v % n;
+  }
+}
+
+CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp& op, CounterRng& rng) {
+  const double area = double(width) * double(height);
+  const double log_lo = std::log(op.ratio_min), log_hi = std::log(op.ratio_max);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target_area = area * rng.uniform(op.scale_min, op.scale_max);
+    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
+    const int64_t w = py_round(std::sqrt(target_area * aspect));
+    const int64_t h = py_round(std::sqrt(target_area / aspect));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      CropBox box{0, 0, h, w};
+      box.top = static_cast<int64_t>(rng.below(uint64_t(height - h + 1)));
+      box.left = static_cast<int64_t>(rng.below(uint64_t(width - w + 1)));
+      return box;
+    }
+  }
+  // torchvision's fallback: the central crop, clamped to the ratio range.
+  const double in_ratio = double(width) / double(height);
+  CropBox box;
+  if (in_ratio < op.ratio_min) {
+    box.width = width;
+    box.height = py_round(box.width / op.ratio_min);
+  } else if (in_ratio > op.ratio_max) {
+    box.height = height;
+    box.width = py_round(box.height * op.ratio_max);
+  } else {
+    box.width = width;
+    box.height = height;
+  }
+  box.top = (int64_t(height) - box.height) / 2;
+  box.left = (int64_t(width) - box.width) / 2;
+  return box;
+}
+
+Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip) {
+  if (box.top < 0 || box.left < 0 || box.width <= 0 || box.height <= 0 || box.top + box.height > img.height ||
+      box.left + box.width > img.width) {
+    throw PrepError("crop box outside the image");
+  }
+  // PIL's crop copies the box into an image of its own, which resize then reads whole.
+  Image cropped;
+  cropped.width = static_cast<uint32_t>(box.width);
+  cropped.height = static_cast<uint32_t>(box.height);
+  cropped.rgb.resize(size_t(box.width) * box.height * 3);
+  for (int64_t y = 0; y < box.height; ++y) {
+    std::memcpy(&cropped.rgb[size_t(y) * box.width * 3],
+                &img.rgb[(size_t(box.top + y) * img.width + size_t(box.left)) * 3], size_t(box.width) * 3);
+  }
+  PrepGeometry g;
+  g.resized_width = g.resized_height = size;
+  Image out;
+  out.width = out.height = size;
+  resize_window(cropped, g, size, size, out.rgb);
+  if (flip) flip_rows(out);
+  return out;
+}
+
+std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,
+                                 uint32_t epoch, uint32_t item) {
+  if (width == 0 || height == 0) throw PrepError("image has no pixels");
+  CounterRng rng(seed, epoch, item);
+  std::vector<OpDraw> draws(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const AugmentOp& op = ops[i];
+    switch (op.kind) {
+      case AugmentOp::kRandomResizedCrop:
+        draws[i].box = random_resized_crop_box(width, height, op, rng);
+        width = height = op.size;
+        break;
+      case AugmentOp::kRandomHorizontalFlip: draws[i].flip = rng.uniform() < op.p; break;
+      case AugmentOp::kResize: {
+        PrepSpec spec;
+        spec.raw = false;
+        spec.resize = op.size;
+        spec.crop = 1;
+        const PrepGeometry g = prep_geometry(spec, width, height);
+        width = static_cast<uint32_t>(g.resized_width);
+        height = static_cast<uint32_t>(g.resized_height);
+        break;
+      }
+      case AugmentOp::kCenterCrop: width = height = op.size; break;
+    }
+  }
+  return draws;
+}
+
+Image apply_augment(const Image& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws) {
+  Image cur = img;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const AugmentOp& op = ops[i];
+    if (cur.width == 0 || cur.height == 0) throw PrepError("image has no pixels");
+    switch (op.kind) {
+      case AugmentOp::kRandomResizedCrop: cur = resized_crop(cur, draws[i].box, op.size, false); break;
+      case AugmentOp::kRandomHorizontalFlip:
+        if (draws[i].flip) flip_rows(cur);
+        break;
+      case AugmentOp::kResize: cur = resize_shorter(cur, op.size); break;
+      case AugmentOp::kCenterCrop: cur = center_crop(cur, op.size); break;
+    }
+  }
+  return cur;
+}
+
+Image augment(const Image& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item) {
+  return apply_augment(img, ops, draw_augment(ops, img.width, img.height, seed, epoch, item));
+}
+
+}  // namespace joader

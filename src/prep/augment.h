@@ -1,0 +1,94 @@
+// Per-job augmentation of a decoded image, with torchvision's semantics: the random part of a
+// training pipeline, run per delivery on the shared decoded image so that jobs keep independent,
+// fresh crops while sharing the decode.
+//
+// Ops (applied in order, each to the output of the one before, as torchvision.transforms.Compose
+// applies them to a PIL image):
+//   RandomResizedCrop(size, scale, ratio)  parameters by torchvision's get_params law (10
+//       attempts, then the clamped central fallback); output bytes equal
+//       F.resized_crop(pil, top, left, h, w, [size, size], BILINEAR) (PIL's antialiased bilinear).
+//   RandomHorizontalFlip(p)                F.hflip with probability p.
+//   Resize(S)                              shorter side to S, the longer int(S * long / short).
+//   CenterCrop(C)                          torchvision's offsets, zero padding when smaller.
+//
+// Randomness comes from a counter-based generator keyed by (seed, epoch, item): no state is shared
+// between deliveries, so a job's crops are reproducible from its seed, resumable after a crash,
+// and independent of which other jobs run or in what order items are delivered.
+//
+// Thread-safe: every function is pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "prep/image_prep.h"
+
+namespace joader {
+
+inline constexpr uint32_t kMaxAugmentSize = 8192;
+
+struct AugmentOp {
+  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop };
+  Kind kind = kCenterCrop;
+  uint32_t size = 0;                              // RandomResizedCrop, Resize, CenterCrop
+  double scale_min = 0.08, scale_max = 1.0;       // RandomResizedCrop
+  double ratio_min = 3.0 / 4, ratio_max = 4.0 / 3;
+  double p = 0.5;                                 // RandomHorizontalFlip
+
+  // E.g. "RandomResizedCrop(224, scale=(0.08, 1), ratio=(0.75, 1.33333))".
+  std::string describe() const;
+};
+
+// Throws PrepError naming the op and field, e.g. "RandomResizedCrop: size must be in 1..8192, not
+// 0", "RandomResizedCrop: scale (0.5, 0.2) is empty", "RandomHorizontalFlip: p must be in [0, 1]".
+// A pipeline must end in a fixed size: its last sizing op is RandomResizedCrop or CenterCrop.
+void validate_pipeline(const std::vector<AugmentOp>& ops);
+
+// The output side (C of C×C) of a valid pipeline.
+uint32_t pipeline_output_size(const std::vector<AugmentOp>& ops);
+
+// A counter-based generator: the n-th draw is a fixed function of (key, n), the key a hash of
+// (seed, epoch, item). Exactly uniform integers (rejection) and doubles on [0, 1) with 53 bits.
+class CounterRng {
+ public:
+  CounterRng(uint64_t seed, uint32_t epoch, uint32_t item);
+  uint64_t next();
+  double uniform();                          // [0, 1)
+  double uniform(double lo, double hi);      // [lo, hi)
+  uint64_t below(uint64_t n);                // [0, n), n > 0
+
+ private:
+  uint64_t key_, counter_ = 0;
+};
+
+struct CropBox {
+  int64_t top = 0, left = 0, height = 0, width = 0;
+  bool operator==(const CropBox&) const = default;
+};
+
+// torchvision.transforms.RandomResizedCrop.get_params for a width×height image, drawing from rng.
+CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp& op, CounterRng& rng);
+
+// F.resized_crop(img, box, [size, size], BILINEAR) on a PIL image, then F.hflip when flip: the box
+// (inside the image) resized to size×size with PIL's antialiased bilinear filter. HWC RGB out.
+Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip);
+
+// The random draws of a pipeline for one delivery: per op, the box of a RandomResizedCrop or the
+// coin of a RandomHorizontalFlip (other ops draw nothing), for an input of width×height.
+struct OpDraw {
+  CropBox box;
+  bool flip = false;
+};
+std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,
+                                 uint32_t epoch, uint32_t item);
+
+// The ops applied in order to img with the given draws (from draw_augment on img's size).
+Image apply_augment(const Image& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws);
+
+// What one delivery of `item` in `epoch` to a job with `seed` receives:
+// apply_augment(img, ops, draw_augment(ops, img.width, img.height, seed, epoch, item)).
+// Throws PrepError on an image without pixels.
+Image augment(const Image& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item);
+
+}  // namespace joader
