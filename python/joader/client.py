@@ -44,11 +44,13 @@ class Client:
         """Registers a dataset (a no-op if an identical one exists); returns its description.
 
         source: "imagefolder:PATH", "lmdb:PATH", "filelist:FILE" or "synthetic:COUNT[:WxH]".
-        Decoded datasets need crop (and optionally resize: shorter side first); raw=True passes
-        the stored bytes through.
+        Images are decoded once for every job: with crop=C (and an optional resize=S, shorter side
+        first) they are stored as C×C center crops (an evaluation pipeline); without crop, at their
+        own size (or resized: shorter side S), for jobs that augment per item (augment= of Loader
+        and DataLoader). raw=True passes the stored bytes through.
         """
-        if not raw and crop is None:
-            raise ValueError("choose crop=C (with an optional resize=S) to decode images, or raw=True")
+        if raw and (crop is not None or resize is not None):
+            raise ValueError("raw=True passes the stored bytes through: it takes no resize or crop")
         resize = 0 if resize is None else integer("resize", resize, 1, 8192)
         crop = 0 if crop is None else integer("crop", crop, 1, 8192)
         # A relative path is made absolute in this process's working directory by the native client.

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .augment import fresh_seed, ops_from
 from .client import INVALID_ARGUMENT, Client, error, integer
 
 MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
@@ -14,7 +15,8 @@ MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
 class Batch:
     indices: np.ndarray  # int64 [B]: item ids in the dataset
     labels: np.ndarray   # int64 [B]
-    data: object         # uint8 [B, H, W, C] for decoded datasets, a list of bytes for raw ones
+    data: object         # uint8 [B, H, W, C] for fixed-size items (a crop, or augment=), a list of
+                         # [H, W, 3] arrays for images stored at their own size, of bytes for raw ones
     epoch: int           # 0-based
 
 
@@ -57,11 +59,14 @@ class Loader:
     epochs: how many epochs one pass over the loader yields (None: unbounded). A batch never spans
     two epochs; the last batch of an epoch may be short unless drop_last. state: a state_dict()
     of an earlier loader of the same job, even from a process that died: the job continues in that
-    epoch with exactly the items not consumed yet.
+    epoch with exactly the items not consumed yet. augment: torchvision transforms (RandomResizedCrop,
+    RandomHorizontalFlip, Resize, CenterCrop, or a Compose of them) run in C++ on each delivered
+    item of a decoded dataset, in this process, on augment_threads threads; their random draws come
+    from (augment_seed, epoch, item): None draws a fresh seed for this job.
     """
 
     def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
-                 drop_last=False, prefetch=4):
+                 drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2):
         self.batch_size = integer("batch_size", batch_size, 1)
         self.epochs = None if epochs is None else integer("epochs", epochs, 1)
         self.prefetch = integer("prefetch", prefetch, 1)
@@ -71,6 +76,12 @@ class Loader:
         self.drop_last = bool(drop_last)
         self.indices = None if indices is None else subset_ids(self.client, dataset, indices)
         self._size = len(self.indices) if self.indices is not None else self.client.dataset(dataset)["items"]
+        self._augment = ops_from(augment)
+        self.augment_threads = integer("augment_threads", augment_threads, 1)
+        if augment_seed is None and state is not None and state.get("augment_seed") is not None:
+            augment_seed = state["augment_seed"]  # a resumed job gets the crops it would have got
+        self.augment_seed = None if not self._augment else (
+            fresh_seed() if augment_seed is None else integer("augment_seed", augment_seed, 0, 2**64 - 1))
         if state is not None:
             if state.get("dataset") not in (None, dataset):
                 raise ValueError(f"state is for dataset '{state['dataset']}', not '{dataset}'")
@@ -90,7 +101,8 @@ class Loader:
         self._job = self.client._open_job(
             dataset=self.dataset, name=self.name, ids=ids, batch_size=self.batch_size,
             epochs=0 if self.epochs is None else int(self.epochs), prefetch=int(self.prefetch),
-            drop_last=bool(self.drop_last), resume_epoch=self._epoch if resume else -1, consumed=self._consumed)
+            drop_last=bool(self.drop_last), resume_epoch=self._epoch if resume else -1, consumed=self._consumed,
+            augment=self._augment, augment_seed=self.augment_seed or 0, augment_threads=self.augment_threads)
         self.name = self._job.info["name"]
 
     def batches(self, until_epoch_end=False):
@@ -118,8 +130,12 @@ class Loader:
 
     def state_dict(self):
         """What this job has consumed: {"dataset", "epoch", "consumed"} (the items of the current
-        epoch already yielded). Pass it back as Loader(..., state=...) to resume."""
-        return {"dataset": self.dataset, "epoch": self._epoch, "consumed": list(self._consumed)}
+        epoch already yielded), and "augment_seed" for an augmenting job. Pass it back as
+        Loader(..., state=...) to resume: the remaining items get the crops they would have got."""
+        state = {"dataset": self.dataset, "epoch": self._epoch, "consumed": list(self._consumed)}
+        if self._augment:
+            state["augment_seed"] = self.augment_seed
+        return state
 
     def close(self):
         """Ends the job in the daemon now (also when the loader is garbage-collected)."""

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import torch
 
+from .augment import derived_seed, fresh_seed, ops_from
 from .client import Client, integer
 from .loader import Loader, subset_ids
 
@@ -55,12 +56,16 @@ class DataLoader:
     augmentation). rank/world_size: data-parallel training (taken from torch.distributed when it
     is initialised): the ranks of one job together receive each item of each epoch exactly once,
     with DistributedSampler's partition law (seed shared by all ranks). state: a state_dict() to
-    resume from, mid-epoch. with_indices: yield (images, labels, item ids) instead.
+    resume from, mid-epoch. with_indices: yield (images, labels, item ids) instead. augment:
+    torchvision transforms run per item in C++ on a decoded dataset (see joader.Loader), e.g.
+    T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]); augment_seed: None for a fresh
+    seed per job, an int for reproducible crops; it is part of state_dict().
     """
 
     def __init__(self, dataset, batch_size=1, indices=None, epochs=1, name=None, client=None, rank=None,
                  world_size=None, state=None, layout="NCHW", dtype=torch.uint8, mean=IMAGENET_MEAN,
-                 std=IMAGENET_STD, transform=None, drop_last=False, seed=0, prefetch=4, with_indices=False):
+                 std=IMAGENET_STD, transform=None, drop_last=False, seed=0, prefetch=4, with_indices=False,
+                 augment=None, augment_seed=None, augment_threads=2):
         if layout not in ("NCHW", "NHWC"):
             raise ValueError("layout must be 'NCHW' or 'NHWC'")
         if dtype not in (torch.uint8, torch.float32):
@@ -83,15 +88,32 @@ class DataLoader:
         self._subset = None
         if indices is not None:
             self._subset = subset_ids(client or Client(), dataset, indices)
+        self._augment = augment
+        self.augment_threads = integer("augment_threads", augment_threads, 1)
+        if augment_seed is None and state is not None:
+            augment_seed = state.get("augment_seed")
+        self.augment_seed = None
+        if ops_from(augment):
+            self.augment_seed = fresh_seed() if augment_seed is None else integer("augment_seed", augment_seed, 0,
+                                                                                   2**64 - 1)
+        else:
+            info = (client or Client()).dataset(dataset)
+            if not info["raw"] and info["height"] == 0:
+                raise ValueError(f"dataset '{dataset}' stores images at their own size: give augment= (e.g. "
+                                 "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]), or "
+                                 "T.Compose([T.Resize(256), T.CenterCrop(224)]) to evaluate) so that batches have "
+                                 "one size")
         self._state = state
         self._loader = None
         self._epoch = int(state["epoch"]) if state else 0
         if self.world_size == 1:
             self._loader = self._make_loader(self._subset, epochs, state)
 
-    def _make_loader(self, indices, epochs, state):
+    def _make_loader(self, indices, epochs, state, augment_seed=None):
         return Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
-                      client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch)
+                      client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
+                      augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
+                      augment_threads=self.augment_threads)
 
     def _subset_size(self):
         if self._subset is not None:
@@ -135,7 +157,10 @@ class DataLoader:
             state = None
             if self._state is not None and int(self._state["epoch"]) == self._epoch:
                 state = {"dataset": self.dataset, "epoch": 0, "consumed": self._state["consumed"]}
-            self._loader = self._make_loader(part, 1, state)
+            # Each epoch is a one-epoch job (the daemon counts it as epoch 0): the crops' seed is
+            # derived from the job's seed, this rank and the real epoch, so ranks and epochs differ.
+            seed = None if self.augment_seed is None else derived_seed(self.augment_seed, self.rank, self._epoch)
+            self._loader = self._make_loader(part, 1, state, seed)
         # Leaving the loop early (break) leaves the rest of the epoch to the next pass: nothing is
         # lost or repeated.
         for batch in self._loader.batches(until_epoch_end=True):
@@ -149,14 +174,15 @@ class DataLoader:
 
     def state_dict(self):
         """{"dataset", "epoch", "consumed"}: pass back as DataLoader(..., state=...) to resume."""
+        extra = {} if self.augment_seed is None else {"augment_seed": self.augment_seed}
         if self._loader is None:
-            return {"dataset": self.dataset, "epoch": self._epoch, "consumed": []}
+            return {"dataset": self.dataset, "epoch": self._epoch, "consumed": [], **extra}
         sd = self._loader.state_dict()
         if self.world_size > 1:
             if sd["epoch"] > 0:  # this rank's part of the epoch is done
-                return {"dataset": self.dataset, "epoch": self._epoch + 1, "consumed": []}
+                return {"dataset": self.dataset, "epoch": self._epoch + 1, "consumed": [], **extra}
             sd = dict(sd, epoch=self._epoch)
-        return sd
+        return {**sd, **extra}
 
     def close(self):
         if self._loader is not None:

@@ -184,11 +184,6 @@ void print_error(const std::exception& e) { fmt::print(stderr, "error: {}\n", e.
 
 int run_dataset_add(const DatasetAddOptions& o) {
   // Said here in the command's words; the daemon's own message speaks to every client alike.
-  if (!o.raw && o.crop == 0) {
-    fmt::print(stderr, "error: choose a prep: --raw, or --crop C (with an optional --resize S) to decode into C×C RGB "
-                       "arrays\n");
-    return 1;
-  }
   if (o.raw && (o.crop != 0 || o.resize != 0)) {
     fmt::print(stderr, "error: --raw passes the stored bytes through: it cannot be combined with --resize or --crop\n");
     return 1;
@@ -341,7 +336,9 @@ void add_dataset_command(CLI::App& app, int& exit_code) {
       ->required();
   a->add_option("--resize", add->resize, "Decode, then resize the shorter side to S pixels (1..8192)")
       ->check(CLI::Range(1u, 8192u));
-  a->add_option("--crop", add->crop, "Decode, then center-crop C×C (uint8 HWC RGB; 1..8192)")
+  a->add_option("--crop", add->crop,
+                 "Decode, then center-crop C×C (uint8 HWC RGB; 1..8192). Without --crop and --raw, images are stored "
+                 "decoded at their own (or --resize'd) size, for per-job augmentation")
       ->check(CLI::Range(1u, 8192u));
   a->add_flag("--raw", add->raw, "Pass the stored bytes through undecoded");
   a->add_option("--on-error", add->on_error, "A corrupt item fails the job ('fail') or is skipped ('skip')")->capture_default_str();

@@ -115,6 +115,7 @@ std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
   r->set_resume(o.resume);
   r->set_resume_epoch(o.resume_epoch);
   r->mutable_resume_consumed()->Add(o.resume_consumed.begin(), o.resume_consumed.end());
+  for (const v1::AugmentOp& op : o.augment) *r->add_augment() = op;
   v1::JobReply reply;
   if (!stream->rw->Write(req) || !stream->rw->Read(&reply) || !reply.has_registered()) {
     stream->rw->WritesDone();
@@ -173,7 +174,15 @@ bool Job::next(Batch* out) {
     if (b.offsets(i) + b.lengths(i) > arena_->size()) {
       throw ClientError(static_cast<int>(grpc::StatusCode::INTERNAL), "item descriptor outside the arena");
     }
-    out->items.push_back(ItemView{b.ids(i), b.labels(i), arena_->data() + b.offsets(i), b.lengths(i)});
+    ItemView item{b.ids(i), b.labels(i), arena_->data() + b.offsets(i), b.lengths(i)};
+    if (i < b.widths_size() && i < b.heights_size()) {
+      item.width = b.widths(i);
+      item.height = b.heights(i);
+      if (uint64_t{item.width} * item.height * 3 != item.size) {
+        throw ClientError(static_cast<int>(grpc::StatusCode::INTERNAL), "item size does not match its image size");
+      }
+    }
+    out->items.push_back(item);
   }
   return true;
 }

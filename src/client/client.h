@@ -45,6 +45,8 @@ struct JobOptions {
   bool resume = false;
   uint32_t resume_epoch = 0;
   std::vector<uint32_t> resume_consumed;
+  // Per-delivery augmentation the client will apply (the daemon checks it and shows it in status).
+  std::vector<v1::AugmentOp> augment;
   uint32_t protocol_version = kClientProtocolVersion;  // tests only: to check the daemon refuses others
 };
 
@@ -53,6 +55,7 @@ struct ItemView {
   int64_t label;
   const uint8_t* data;  // in the arena; valid until the batch is acknowledged
   uint64_t size;
+  uint32_t width = 0, height = 0;  // datasets stored at each image's own size: this image's size
 };
 
 // A batch never spans two epochs. It has no items only when it ends an epoch whose last items

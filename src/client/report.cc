@@ -28,7 +28,7 @@ nlohmann::json to_json(const v1::StatusReply& s) {
     jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"delivered", j.delivered()},
                     {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
                     {"items_per_second", j.items_per_second()}, {"queued", j.queued()},
-                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}});
+                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()}});
   }
   return {{"loads", s.loads()},
           {"deliveries", s.deliveries()},

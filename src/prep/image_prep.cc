@@ -26,6 +26,15 @@ void check_decode_spec(const PrepSpec& spec) {
   if (!spec.raw && spec.crop == 0) throw PrepError("decode mode needs a crop size > 0");
 }
 
+// The shorter side resized to `size`, the longer to int(size * long / short), as torchvision's Resize.
+ImageSize shorter_side_to(uint64_t size, uint32_t width, uint32_t height) {
+  const uint64_t shorter = std::min(width, height), longer = std::max(width, height);
+  // The product is exact and the division a correctly rounded double, as in Python, for any
+  // product below 2^53.
+  const auto new_long = static_cast<uint64_t>(static_cast<double>(size * longer) / static_cast<double>(shorter));
+  return width <= height ? ImageSize{uint32_t(size), uint32_t(new_long)} : ImageSize{uint32_t(new_long), uint32_t(size)};
+}
+
 // ---- JPEG (TurboJPEG) ----
 
 // TurboJPEG handles are not thread-safe and hold the whole libjpeg state, so each thread keeps
@@ -340,8 +349,40 @@ void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int6
 
 std::string PrepSpec::describe() const {
   if (raw) return "raw";
+  if (crop == 0) {
+    return resize ? "decode, resize " + std::to_string(resize) + ", uint8 HWC RGB at each image's size"
+                  : "decode, uint8 HWC RGB at each image's own size";
+  }
   return "decode, resize " + std::to_string(resize ? resize : crop) + ", center crop " +
          std::to_string(crop) + ", uint8 HWC RGB";
+}
+
+ImageSize probe_image(std::span<const uint8_t> prefix, uint64_t max_pixels) {
+  if (prefix.empty()) throw PrepError("empty file (0 bytes)");
+  ImageSize size;
+  if (prefix.size() >= 3 && prefix[0] == 0xFF && prefix[1] == 0xD8 && prefix[2] == 0xFF) {
+    int width = 0, height = 0, subsamp = -1, colorspace = -1;
+    tjDecompressHeader3(decompressor(), prefix.data(), prefix.size(), &width, &height, &subsamp, &colorspace);
+    if (width <= 0 || height <= 0) return {};  // no frame header yet: the caller reads the whole file
+    size = {uint32_t(width), uint32_t(height)};
+  } else if (prefix.size() >= sizeof kPngMagic && std::memcmp(prefix.data(), kPngMagic, sizeof kPngMagic) == 0) {
+    if (prefix.size() < 24) return {};
+    auto be32 = [&](size_t at) {
+      return uint32_t(prefix[at]) << 24 | uint32_t(prefix[at + 1]) << 16 | uint32_t(prefix[at + 2]) << 8 | prefix[at + 3];
+    };
+    if (std::memcmp(prefix.data() + 12, "IHDR", 4) != 0) throw PrepError("corrupt or truncated PNG: no IHDR chunk");
+    size = {be32(16), be32(20)};
+    if (size.width == 0 || size.height == 0) throw PrepError("corrupt or truncated PNG: image has no pixels");
+  } else {
+    throw PrepError("not a JPEG or PNG image (starts with " + hex_prefix(prefix) + ")");
+  }
+  if (uint64_t{size.width} * size.height > max_pixels) throw_too_large(size.width, size.height, max_pixels);
+  return size;
+}
+
+ImageSize stored_size(const PrepSpec& spec, uint32_t width, uint32_t height) {
+  if (spec.resize == 0 || width == 0 || height == 0) return {width, height};
+  return shorter_side_to(spec.resize, width, height);
 }
 
 size_t prepared_size(const PrepSpec& spec) {
@@ -362,27 +403,35 @@ Image decode_image(std::span<const uint8_t> encoded, uint64_t max_pixels) {
 PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height) {
   check_decode_spec(spec);
   if (width == 0 || height == 0) throw PrepError("image has no pixels");
-  const uint64_t size = spec.resize ? spec.resize : spec.crop;
-  const uint64_t shorter = std::min(width, height), longer = std::max(width, height);
-  // torchvision: int(size * long / short). The product is exact and the division a correctly
-  // rounded double, as in Python, for any product below 2^53.
-  const auto new_long =
-      static_cast<uint64_t>(static_cast<double>(size * longer) / static_cast<double>(shorter));
+  const ImageSize resized = shorter_side_to(spec.resize ? spec.resize : spec.crop, width, height);
   PrepGeometry g;
-  g.resized_width = width <= height ? size : new_long;
-  g.resized_height = width <= height ? new_long : size;
+  g.resized_width = resized.width;
+  g.resized_height = resized.height;
   g.crop_left = center_offset(g.resized_width, spec.crop);
   g.crop_top = center_offset(g.resized_height, spec.crop);
   return g;
 }
 
-void prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out) {
+ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out) {
   if (spec.raw) {
     out.assign(encoded.begin(), encoded.end());
-    return;
+    return {};
   }
-  check_decode_spec(spec);
   Image img = decode_image(encoded, spec.max_pixels);
+  if (own_size(spec)) {
+    if (img.width == 0 || img.height == 0) throw PrepError("image has no pixels");
+    const ImageSize stored = stored_size(spec, img.width, img.height);
+    if (stored.width == img.width && stored.height == img.height) {
+      out = std::move(img.rgb);
+    } else {
+      if (uint64_t{stored.width} * stored.height > spec.max_pixels) throw_too_large(stored.width, stored.height, spec.max_pixels);
+      PrepGeometry g;
+      g.resized_width = stored.width;
+      g.resized_height = stored.height;
+      resize_window(img, g, stored.width, stored.height, out);
+    }
+    return stored;
+  }
   const PrepGeometry g = prep_geometry(spec, img.width, img.height);
   // Also keeps the sizes within an int.
   const uint64_t limit = std::min<uint64_t>(spec.max_pixels, INT_MAX);
@@ -394,6 +443,7 @@ void prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector
   // torchvision leaves an image that already has the target size alone; the filter is then the
   // identity, bit for bit, so one path serves both.
   resize_window(img, g, spec.crop, spec.crop, out);
+  return {spec.crop, spec.crop};
 }
 
 std::vector<uint8_t> encode_jpeg(const Image& img, int quality) {

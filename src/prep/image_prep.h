@@ -13,10 +13,14 @@
 
 namespace joader {
 
+// Three stored forms: raw (bytes passed through), decoded and center-cropped to crop×crop (the
+// evaluation pipeline, fixed size), or decoded at each image's own size, optionally resized (the
+// form per-job augmentation starts from; items differ in size).
 struct PrepSpec {
   bool raw = true;                  // true: the stored bytes pass through unchanged
-  uint32_t resize = 0;              // decode mode: shorter side resized to this (0: to `crop`)
-  uint32_t crop = 0;                // decode mode: center crop crop×crop (required, > 0)
+  uint32_t resize = 0;              // decode modes: shorter side resized to this (0: to `crop`, or
+                                    // left alone when crop is 0 too)
+  uint32_t crop = 0;                // decode mode: center crop crop×crop; 0: stored at own size
   uint64_t max_pixels = 178956970;  // decompression-bomb limit on declared width*height; PIL's
                                     // error threshold (2 × Image.MAX_IMAGE_PIXELS)
   // "raw", or e.g. "decode, resize 256, center crop 224, uint8 HWC RGB".
@@ -30,8 +34,26 @@ class PrepError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Output bytes per item when fixed (crop*crop*3 in decode mode), 0 when variable (raw).
+// Output bytes per item when fixed (crop*crop*3), 0 when variable (raw, own size).
 size_t prepared_size(const PrepSpec& spec);
+
+// True for the stored form of decoded images at their own (or resized) size.
+inline bool own_size(const PrepSpec& spec) { return !spec.raw && spec.crop == 0; }
+
+// Width and height of an image, from its header.
+struct ImageSize {
+  uint32_t width = 0, height = 0;
+};
+
+// Reads the size of a JPEG or PNG from the first bytes of its file (the JPEG frame header may lie
+// after large APP segments). Returns {0, 0} when `prefix` ends before the size: call again with
+// the whole file. Throws PrepError as decode_image does for what is not a JPEG or PNG, a corrupt
+// header, or a declared size above max_pixels.
+ImageSize probe_image(std::span<const uint8_t> prefix, uint64_t max_pixels);
+
+// The size an own_size() spec stores a width×height image at: shorter side resized to
+// spec.resize as torchvision's Resize does, or unchanged when resize is 0.
+ImageSize stored_size(const PrepSpec& spec, uint32_t width, uint32_t height);
 
 struct Image {
   uint32_t width = 0, height = 0;
@@ -85,7 +107,9 @@ void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int6
 // CenterCrop + PILToTensor pipeline (tests/python checks it). Throws PrepError as
 // decode_image does, when the spec is invalid (crop = 0 in decode mode), or when the resized image
 // would exceed max_pixels (extreme aspect ratios).
-void prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out);
+// Own-size mode: decode_image, then the resize when spec.resize is set, stored whole as HWC RGB.
+// Returns the stored image's size (crop×crop in crop mode, {0, 0} for raw).
+ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out);
 
 // Encodes img (RGB) as a baseline JPEG with 4:2:0 chroma subsampling (PIL's default) and the
 // accurate DCT, at the given quality (1..100). For the synthetic source and tests.

@@ -361,9 +361,37 @@ TEST(Prepare, RejectsAnAspectRatioWhoseResizeWouldExceedThePixelLimit) {
   }
 }
 
-TEST(Prepare, RejectsDecodeModeWithoutACrop) {
+TEST(Prepare, WithoutACropStoresTheDecodedImageAtItsOwnOrItsResizedSize) {
+  const Bytes jpeg = encode_jpeg(gradient_image(120, 90), 90);
+  const Image decoded = decode_image(jpeg, 1 << 20);
   Bytes out;
-  EXPECT_THROW(prepare(decode_spec(256, 0), encode_jpeg(gradient_image(8, 8), 90), out), PrepError);
+  const ImageSize own = prepare(decode_spec(0, 0), jpeg, out);
+  EXPECT_EQ(own.width, 120u);
+  EXPECT_EQ(own.height, 90u);
+  EXPECT_EQ(out, decoded.rgb);
+  // Resize(45) alone: shorter side 45, longer int(45 * 120 / 90) = 60, the same bytes as the
+  // center crop of the whole resized image.
+  const ImageSize resized = prepare(decode_spec(45, 0), jpeg, out);
+  EXPECT_EQ(resized.width, 60u);
+  EXPECT_EQ(resized.height, 45u);
+  PrepGeometry g;
+  g.resized_width = 60;
+  g.resized_height = 45;
+  Bytes expected;
+  resize_window(decoded, g, 60, 45, expected);
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(stored_size(decode_spec(45, 0), 120, 90).width, 60u);
+}
+
+TEST(ProbeImage, ReadsTheSizeFromTheFirstBytesOrAsksForMore) {
+  const Bytes jpeg = encode_jpeg(gradient_image(120, 90), 90);
+  const ImageSize s = probe_image(jpeg, 1 << 20);
+  EXPECT_EQ(s.width, 120u);
+  EXPECT_EQ(s.height, 90u);
+  EXPECT_EQ(probe_image(std::span(jpeg).first(4), 1 << 20).width, 0u);  // before the frame header
+  EXPECT_THROW(probe_image(jpeg, 100), PrepError);                       // more pixels than allowed
+  const Bytes html = {'<', 'h', 't', 'm', 'l'};
+  EXPECT_THROW(probe_image(html, 1 << 20), PrepError);
 }
 
 TEST(Prepare, IsThreadSafe) {

@@ -5,7 +5,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <tuple>
 
 #include "client/client.h"
 #include "client/report.h"
@@ -19,12 +24,61 @@ namespace {
 // The dicts of client/report.h (the same fields as `joader status --json`), through Python's json.
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-// One job; next() returns (epoch, last_of_epoch, ids, labels, data) or None at the end.
+// (kind, size, scale_min, scale_max, ratio_min, ratio_max, p), kind as v1::AugmentOp::Kind.
+using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double>;
+
+AugmentOp to_op(const OpTuple& t) {
+  AugmentOp op;
+  int kind;
+  std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p) = t;
+  if (kind < 0 || kind > AugmentOp::kCenterCrop) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
+  op.kind = static_cast<AugmentOp::Kind>(kind);
+  return op;
+}
+
+v1::AugmentOp to_proto(const AugmentOp& op) {
+  v1::AugmentOp m;
+  m.set_kind(static_cast<v1::AugmentOp::Kind>(op.kind));
+  m.set_size(op.size);
+  m.set_scale_min(op.scale_min);
+  m.set_scale_max(op.scale_max);
+  m.set_ratio_min(op.ratio_min);
+  m.set_ratio_max(op.ratio_max);
+  m.set_p(op.p);
+  return m;
+}
+
+// Runs fn(i) for i in [0, n) on up to `threads` threads (the calling one included).
+void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto work = [&] {
+    for (size_t i; (i = next++) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard lk(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+// One job; next() returns (epoch, last_of_epoch, ids, labels, data) or None at the end. With an
+// augmentation, each item is augmented here, in the job's process, straight into the batch array.
 class PyJob {
  public:
-  explicit PyJob(std::unique_ptr<Job> job) : job_(std::move(job)) {
+  PyJob(std::unique_ptr<Job> job, std::vector<AugmentOp> ops, uint64_t seed, unsigned threads)
+      : job_(std::move(job)), ops_(std::move(ops)), seed_(seed), threads_(std::max(1u, threads)) {
     const v1::Registered& r = job_->registered();
     shape_ = {r.height(), r.width(), r.channels()};
+    if (!ops_.empty()) out_size_ = pipeline_output_size(ops_);
   }
 
   py::dict info() const {
@@ -55,7 +109,34 @@ class PyJob {
       label(i) = b.items[i].label;
     }
     py::object data;
-    if (shape_[0] != 0) {
+    if (!ops_.empty()) {
+      const py::ssize_t S = out_size_;
+      py::array_t<uint8_t> array({n, S, S, py::ssize_t(3)});
+      uint8_t* dst = array.mutable_data();
+      {
+        py::gil_scoped_release nogil;
+        parallel_for(b.items.size(), threads_, [&](size_t i) {
+          const ItemView& it = b.items[i];
+          Image img;
+          img.width = it.width != 0 ? it.width : shape_[1];
+          img.height = it.height != 0 ? it.height : shape_[0];
+          img.rgb.assign(it.data, it.data + it.size);
+          const Image out = augment(img, ops_, seed_, b.epoch, it.id);
+          std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
+        });
+        job_->ack(b);
+      }
+      data = std::move(array);
+    } else if (shape_[0] == 0 && shape_[2] == 3) {  // decoded at each image's own size: one array each
+      py::list items;
+      for (const ItemView& it : b.items) {
+        py::array_t<uint8_t> a({py::ssize_t(it.height), py::ssize_t(it.width), py::ssize_t(3)});
+        std::memcpy(a.mutable_data(), it.data, it.size);
+        items.append(std::move(a));
+      }
+      job_->ack(b);
+      data = std::move(items);
+    } else if (shape_[0] != 0) {
       const uint64_t item_bytes = uint64_t{shape_[0]} * shape_[1] * shape_[2];
       py::array_t<uint8_t> array({n, py::ssize_t(shape_[0]), py::ssize_t(shape_[1]), py::ssize_t(shape_[2])});
       uint8_t* dst = array.mutable_data();
@@ -86,6 +167,10 @@ class PyJob {
  private:
   std::unique_ptr<Job> job_;
   std::array<uint32_t, 3> shape_;
+  std::vector<AugmentOp> ops_;
+  uint64_t seed_;
+  unsigned threads_;
+  uint32_t out_size_ = 0;
 };
 
 }  // namespace
@@ -104,6 +189,17 @@ PYBIND11_MODULE(_native, m) {
       instance.attr("code") = e.code();
       PyErr_SetObject(error.ptr(), instance.ptr());
     }
+  });
+
+  m.def("check_augment", [](const std::vector<OpTuple>& augment) {
+    std::vector<AugmentOp> ops;
+    for (const OpTuple& t : augment) ops.push_back(to_op(t));
+    try {
+      validate_pipeline(ops);
+    } catch (const PrepError& e) {
+      throw ClientError(3, std::string("augment: ") + e.what());
+    }
+    return pipeline_output_size(ops);
   });
 
   // For the exactness tests of per-job augmentation (tests/python/test_augment.py): the C++ ops
@@ -182,7 +278,17 @@ PYBIND11_MODULE(_native, m) {
           "open_job",
           [](Client& c, const std::string& dataset, const std::string& name, std::vector<uint32_t> ids,
              uint32_t batch_size, uint32_t epochs, uint32_t prefetch, bool drop_last, int64_t resume_epoch,
-             std::vector<uint32_t> consumed) {
+             std::vector<uint32_t> consumed, std::vector<OpTuple> augment, uint64_t augment_seed,
+             unsigned augment_threads) {
+            std::vector<AugmentOp> ops;
+            for (const OpTuple& t : augment) ops.push_back(to_op(t));
+            if (!ops.empty()) {
+              try {
+                validate_pipeline(ops);
+              } catch (const PrepError& e) {
+                throw ClientError(3, std::string("augment: ") + e.what());
+              }
+            }
             JobOptions o;
             o.dataset = dataset;
             o.name = name;
@@ -191,6 +297,7 @@ PYBIND11_MODULE(_native, m) {
             o.epochs = epochs;
             o.prefetch = prefetch;
             o.drop_last = drop_last;
+            for (const AugmentOp& op : ops) o.augment.push_back(to_proto(op));
             if (resume_epoch >= 0) {
               o.resume = true;
               o.resume_epoch = static_cast<uint32_t>(resume_epoch);
@@ -201,8 +308,9 @@ PYBIND11_MODULE(_native, m) {
               py::gil_scoped_release nogil;
               job = c.open_job(o);
             }
-            return std::make_unique<PyJob>(std::move(job));
+            return std::make_unique<PyJob>(std::move(job), std::move(ops), augment_seed, augment_threads);
           },
           py::arg("dataset"), py::arg("name"), py::arg("ids"), py::arg("batch_size"), py::arg("epochs"),
-          py::arg("prefetch"), py::arg("drop_last"), py::arg("resume_epoch"), py::arg("consumed"));
+          py::arg("prefetch"), py::arg("drop_last"), py::arg("resume_epoch"), py::arg("consumed"),
+          py::arg("augment") = std::vector<OpTuple>{}, py::arg("augment_seed") = 0, py::arg("augment_threads") = 1);
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/source_spec.h"
+#include "prep/augment.h"
 
 namespace joader {
 
@@ -47,7 +48,9 @@ struct Engine::Dataset {
   v1::AddDatasetRequest spec;
   std::unique_ptr<Source> source;
   PrepSpec prep;
-  uint64_t item_bytes;  // arena bytes reserved per decided item (rounded; the largest item if raw)
+  uint64_t item_bytes;  // arena bytes reserved per decided item (rounded; the largest item if raw or own size)
+  ImageSize smallest;   // own size: the stored image with the shortest side (for CenterCrop checks)
+  uint32_t smallest_item = 0;
   std::unique_ptr<Sampler> sampler;
   std::map<JobSlot, Job*> jobs;
   uint64_t skipped = 0;
@@ -63,6 +66,7 @@ struct Engine::Job {
   uint32_t batch, epochs, prefetch;
   bool drop_last;
   uint64_t subset_size;
+  std::string augment;                            // its description, for status
 
   std::deque<Entry> pending;                      // decided, not yet sent, in decision order
   std::map<uint64_t, std::vector<Entry>> sent;    // seq -> delivered, not yet acknowledged
@@ -138,7 +142,7 @@ v1::DatasetInfo Engine::info(const Dataset& ds) const {
   out.set_prep(ds.prep.describe());
   out.set_items(ds.source->size());
   for (const std::string& c : ds.source->classes()) out.add_classes(c);
-  if (!ds.prep.raw) {
+  if (!ds.prep.raw) {  // 0 × 0 × 3: decoded images at their own size
     out.set_height(ds.prep.crop);
     out.set_width(ds.prep.crop);
     out.set_channels(3);
@@ -153,6 +157,51 @@ v1::DatasetInfo Engine::info(const Dataset& ds) const {
 static bool same_spec(const v1::AddDatasetRequest& a, const v1::AddDatasetRequest& b) {
   return a.source() == b.source() && a.raw() == b.raw() && a.resize() == b.resize() && a.crop() == b.crop() &&
          (a.on_error() == "skip") == (b.on_error() == "skip");
+}
+
+uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& progress) {
+  uint64_t largest = 0;
+  std::vector<uint8_t> head;
+  const size_t n = ds.source->size();
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i % 1000 == 999) {
+      if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
+      if (progress) progress(i + 1);
+    }
+    auto [width, height] = ds.source->known_image_size(i);
+    if (width == 0) {
+      try {
+        // The frame header is usually within the first 64 KiB; large APP segments can push it further.
+        ds.source->read_prefix(i, 64 << 10, head);
+        ImageSize size = probe_image(head, ds.prep.max_pixels);
+        if (size.width == 0) {
+          ds.source->read(i, head);
+          size = probe_image(head, ds.prep.max_pixels);
+        }
+        width = size.width;
+        height = size.height;
+      } catch (const std::exception&) {
+        continue;  // unreadable or corrupt: it fails (or is skipped) when it is loaded, as in other forms
+      }
+    }
+    const ImageSize stored = stored_size(ds.prep, width, height);
+    if (stored.width == 0 || stored.height == 0) continue;
+    const uint64_t pixels = uint64_t{stored.width} * stored.height;
+    if (pixels > kMaxStoredPixels) {
+      throw EngineError(EngineError::kInvalidArgument,
+                        "item " + std::to_string(i) + " (" + ds.source->item(i).path + ") would be stored at " +
+                            std::to_string(stored.width) + "×" + std::to_string(stored.height) +
+                            " pixels, more than the limit of " + std::to_string(kMaxStoredPixels) +
+                            " for images stored at their own size: give the dataset a resize");
+    }
+    largest = std::max(largest, pixels * 3);
+    if (ds.smallest.width == 0 || std::min(stored.width, stored.height) < std::min(ds.smallest.width, ds.smallest.height)) {
+      ds.smallest = stored;
+      ds.smallest_item = i;
+    }
+  }
+  if (largest == 0) largest = 1 << 20;  // nothing could be probed: every load will fail or be skipped
+  return largest;
 }
 
 v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress) {
@@ -171,11 +220,6 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   }
   if (req.raw() && (req.crop() != 0 || req.resize() != 0)) {
     throw EngineError(EngineError::kInvalidArgument, "a raw dataset passes the stored bytes through: it takes no resize or crop");
-  }
-  if (!req.raw() && req.crop() == 0) {
-    throw EngineError(EngineError::kInvalidArgument,
-                      "choose a prep: raw (the stored bytes passed through), or a crop size C (with an optional resize S) "
-                      "to decode into C×C RGB arrays");
   }
   auto check_duplicate = [&]() -> std::optional<v1::DatasetInfo> {
     auto it = datasets_.find(req.name());
@@ -219,6 +263,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     for (uint32_t i = 0; i < n; ++i) largest = std::max(largest, ds->source->item(i).size);
     if (largest == 0) largest = 1 << 20;  // sizes unknown until read (synthetic): reserve 1 MiB per item
   }
+  if (own_size(ds->prep)) largest = probe_stored_sizes(*ds, progress);
   ds->item_bytes = ArenaAllocator::rounded(std::max<uint64_t>(largest, 1));
 
   std::lock_guard lk(mu_);
@@ -375,6 +420,7 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
                           " bytes needs " + std::to_string(batch_bytes) + " bytes, more than the cache (" +
                           std::to_string(cache_->capacity()) + " bytes): use a smaller batch or a larger --cache-size");
   }
+  const std::string augment = check_augment(req, ds);
   std::vector<ItemId> subset(req.ids().begin(), req.ids().end());
   if (subset.empty()) {
     subset.resize(ds.source->size());
@@ -399,6 +445,7 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
   job->prefetch = req.prefetch() == 0 ? 4 : req.prefetch();
   job->drop_last = req.drop_last();
   job->subset_size = subset_size;
+  job->augment = augment;
   job->epoch = ds.sampler->epoch(slot);
   if (req.resume() && job->epoch == req.resume_epoch()) job->delivered_in_epoch = consumed.size();
   ds.jobs[slot] = job.get();
@@ -415,6 +462,58 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
   }
   dispatch_cv_.notify_all();
   return job->id;
+}
+
+static std::vector<AugmentOp> augment_ops(const google::protobuf::RepeatedPtrField<v1::AugmentOp>& ops) {
+  std::vector<AugmentOp> out;
+  for (const v1::AugmentOp& m : ops) {
+    AugmentOp op;
+    op.kind = static_cast<AugmentOp::Kind>(m.kind());
+    op.size = m.size();
+    op.scale_min = m.scale_min();
+    op.scale_max = m.scale_max();
+    op.ratio_min = m.ratio_min();
+    op.ratio_max = m.ratio_max();
+    op.p = m.p();
+    out.push_back(op);
+  }
+  return out;
+}
+
+std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) const {
+  if (req.augment().empty()) return "";
+  for (const v1::AugmentOp& m : req.augment()) {
+    if (!v1::AugmentOp::Kind_IsValid(m.kind())) {
+      throw EngineError(EngineError::kInvalidArgument, "augment: unknown op kind " + std::to_string(m.kind()));
+    }
+  }
+  if (ds.prep.raw) {
+    throw EngineError(EngineError::kInvalidArgument, "augment needs a decoded dataset, and '" + ds.spec.name() +
+                                                         "' stores raw bytes: add one with a resize or without prep");
+  }
+  const std::vector<AugmentOp> ops = augment_ops(req.augment());
+  try {
+    validate_pipeline(ops);
+  } catch (const PrepError& e) {
+    throw EngineError(EngineError::kInvalidArgument, std::string("augment: ") + e.what());
+  }
+  // A CenterCrop applied to the stored image itself must fit in every stored image: torchvision
+  // would pad the smaller ones with zeros, which a training job hardly wants.
+  const AugmentOp& first = ops.front();
+  if (first.kind == AugmentOp::kCenterCrop) {
+    const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
+    if (smallest.width != 0 && first.size > std::min(smallest.width, smallest.height)) {
+      throw EngineError(EngineError::kInvalidArgument,
+                        "augment: CenterCrop(" + std::to_string(first.size) + ") is larger than the smallest image '" +
+                            ds.spec.name() + "' stores (" + std::to_string(smallest.width) + "×" +
+                            std::to_string(smallest.height) +
+                            (own_size(ds.prep) ? ", item " + std::to_string(ds.smallest_item) : std::string()) +
+                            "): put a Resize first or crop less");
+    }
+  }
+  std::string text;
+  for (const AugmentOp& op : ops) text += (text.empty() ? "" : ", ") + op.describe();
+  return text;
 }
 
 std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
@@ -527,6 +626,8 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
       e->state = Entry::kReady;
       e->offset = r.offset;
       e->length = r.length;
+      e->width = r.width;
+      e->height = r.height;
       ++n_hits_;
       j.cv.notify_all();
     } else {
@@ -544,6 +645,7 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
 
 void Engine::loader_loop() {
   std::vector<uint8_t> raw, prepared;
+  ImageSize shape;
   std::unique_lock lk(mu_);
   for (;;) {
     if (!retired_.empty()) reap_retired();  // the last load of a removed dataset may just have ended
@@ -558,7 +660,7 @@ void Engine::loader_loop() {
     std::string error;
     try {
       ds->source->read(item, raw);
-      prepare(ds->prep, raw, prepared);
+      shape = prepare(ds->prep, raw, prepared);
     } catch (const std::exception& e) {
       error = e.what();
       if (error.rfind("item ", 0) != 0) {
@@ -621,7 +723,7 @@ void Engine::loader_loop() {
                             " bytes are held by items that jobs have not acknowledged; " + advice);
       continue;
     }
-    resident_[key] = Resident{*offset, size};
+    resident_[key] = Resident{*offset, size, shape.width, shape.height};
     cache_->insert(key, rsize);
     cache_->pin(key);  // nobody may evict it while the bytes are copied in
     check_invariants("placing a loaded item");
@@ -663,6 +765,8 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
     entry->state = Entry::kReady;
     entry->offset = r.offset;
     entry->length = r.length;
+    entry->width = r.width;
+    entry->height = r.height;
     job->cv.notify_all();
   }
 }
@@ -699,6 +803,8 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       out->labels.clear();
       out->offsets.clear();
       out->lengths.clear();
+      out->widths.clear();
+      out->heights.clear();
       std::vector<Entry> delivered;
       const bool last = j.pending[take - 1].last_of_epoch;
       out->epoch = j.pending[take - 1].epoch;
@@ -724,6 +830,10 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
         out->labels.push_back(e.label);
         out->offsets.push_back(e.offset);
         out->lengths.push_back(e.length);
+        if (own_size(j.ds->prep)) {
+          out->widths.push_back(e.width);
+          out->heights.push_back(e.height);
+        }
       }
       n_deliveries_ += delivered.size();
       j.delivered += delivered.size();
@@ -825,6 +935,7 @@ v1::StatusReply Engine::status() {
     s->set_queued(j->queued);
     s->set_batch_size(j->batch);
     s->set_epochs(j->epochs);
+    s->set_augment(j->augment);
   }
   return out;
 }

@@ -58,6 +58,8 @@ inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr size_t kMaxDatasets = 1024;      // registered at once
 inline constexpr size_t kMaxNameBytes = 256;      // dataset and job names
 inline constexpr size_t kMaxSourceBytes = 4096;   // a source spec (PATH_MAX)
+// Images stored at their own size: at most 8192 × 8192 pixels (192 MiB) each.
+inline constexpr uint64_t kMaxStoredPixels = uint64_t{8192} * 8192;
 
 struct EngineOptions {
   uint64_t cache_bytes = 512ull << 20;
@@ -94,6 +96,7 @@ struct BatchOut {
   std::vector<uint32_t> ids;
   std::vector<int64_t> labels;
   std::vector<uint64_t> offsets, lengths;
+  std::vector<uint32_t> widths, heights;  // own-size datasets only
 };
 
 class Engine {
@@ -139,6 +142,7 @@ class Engine {
     bool last_of_epoch;
     enum State { kLoading, kReady, kFailed } state = kLoading;
     uint64_t offset = 0, length = 0;
+    uint32_t width = 0, height = 0;  // the stored image's size (decoded forms)
   };
   struct Load {
     Dataset* dataset;
@@ -147,6 +151,7 @@ class Engine {
   };
   struct Resident {
     uint64_t offset, length;
+    uint32_t width = 0, height = 0;
   };
 
   void dispatch_loop();
@@ -169,6 +174,11 @@ class Engine {
   // reservations add up and fit in the arena, pinned bytes are resident bytes. Aborts naming
   // `after` (the operation just done) when one does not hold.
   void check_invariants(const char* after) const;
+  // Own-size datasets: reads each item's header (outside the lock) and returns the largest stored
+  // size in bytes; sets ds.smallest. Throws EngineError naming an item above kMaxStoredPixels.
+  uint64_t probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& progress);
+  // Checks a job's augmentation against its dataset; returns its description. mu_ held.
+  std::string check_augment(const v1::Register& req, const Dataset& ds) const;
   void save_datasets() const;  // mu_ held
   void reap_retired();         // mu_ held: frees removed datasets that no load refers to any more
 

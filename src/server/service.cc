@@ -119,6 +119,8 @@ grpc::Status JoaderService::Job(grpc::ServerContext* ctx, grpc::ServerReaderWrit
       out->mutable_labels()->Add(b.labels.begin(), b.labels.end());
       out->mutable_offsets()->Add(b.offsets.begin(), b.offsets.end());
       out->mutable_lengths()->Add(b.lengths.begin(), b.lengths.end());
+      out->mutable_widths()->Add(b.widths.begin(), b.widths.end());
+      out->mutable_heights()->Add(b.heights.begin(), b.heights.end());
       if (!stream->Write(reply)) break;
     }
   } catch (const EngineError& e) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -89,7 +90,7 @@ void check_confined(const std::string& what, const std::string& path, const std:
 // With a root, a file whose resolved path (after every symlink, checked on the open descriptor,
 // so a link swapped after indexing cannot escape) lies outside it fails with EACCES.
 int read_whole_file(const std::string& path, std::vector<uint8_t>& out, const char*& step,
-                    const std::string& root = "") {
+                    const std::string& root = "", size_t limit = SIZE_MAX) {
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     step = "cannot open";
@@ -104,7 +105,7 @@ int read_whole_file(const std::string& path, std::vector<uint8_t>& out, const ch
     step = "cannot stat";
     return errno;
   }
-  out.resize(static_cast<size_t>(st.st_size));
+  out.resize(std::min(static_cast<size_t>(st.st_size), limit));
   size_t done = 0;
   while (done < out.size()) {
     const ssize_t n =
@@ -158,9 +159,10 @@ class FileSource : public IndexedSource {
   FileSource(std::string spec, std::vector<ItemMeta> items, std::vector<std::string> classes, std::string root)
       : IndexedSource(std::move(spec), std::move(items), std::move(classes)), root_(std::move(root)) {}
 
-  void read(uint32_t id, std::vector<uint8_t>& out) const override {
+  void read(uint32_t id, std::vector<uint8_t>& out) const override { read_prefix(id, SIZE_MAX, out); }
+  void read_prefix(uint32_t id, size_t n, std::vector<uint8_t>& out) const override {
     const char* step = "";
-    if (const int error = read_whole_file(item(id).path, out, step, root_))
+    if (const int error = read_whole_file(item(id).path, out, step, root_, n))
       fail_read(id, std::string(step) + ": " + errno_text(error));
   }
 
@@ -519,6 +521,7 @@ class SyntheticSource : public IndexedSource {
     item(id);  // range check
     out = synthetic_jpeg(id, width_, height_);
   }
+  std::pair<uint32_t, uint32_t> known_image_size(uint32_t) const override { return {width_, height_}; }
 
  private:
   uint32_t width_, height_;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace joader {
@@ -49,6 +50,17 @@ class Source {
   // or LMDB read transaction. Throws SourceError naming the id and path, e.g.
   // "item 17 (/data/a/x.jpg): cannot open: Permission denied".
   virtual void read(uint32_t id, std::vector<uint8_t>& out) const = 0;
+  // At least the first `n` bytes of the item (all of it if shorter); errors as read(). For reading
+  // image headers when a dataset is added. Default: read().
+  virtual void read_prefix(uint32_t id, size_t n, std::vector<uint8_t>& out) const {
+    (void)n;
+    read(id, out);
+  }
+  // The item's image size when the source knows it without reading (synthetic), else {0, 0}.
+  virtual std::pair<uint32_t, uint32_t> known_image_size(uint32_t id) const {
+    (void)id;
+    return {0, 0};
+  }
   // Class names, index = label; empty when the source has none.
   virtual const std::vector<std::string>& classes() const = 0;
   // E.g. "imagefolder:/data/train (1000 items, 10 classes)".

@@ -188,8 +188,12 @@ def test_missing_and_empty_roots(daemon, workdir):
     assert daemon.proc.poll() is None
 
 
-def test_prep_must_be_chosen(daemon):
-    r = daemon.cli("dataset", "add", "x", "--source", SYNTH, check=False)
+def test_without_a_prep_images_are_stored_decoded_at_their_own_size(daemon):
+    r = daemon.cli("dataset", "add", "x", "--source", SYNTH)
+    assert "uint8 HWC RGB at each image's own size" in r.stdout
+    d = daemon.status()["datasets"][0]
+    assert (d["height"], d["width"], d["channels"], d["raw"]) == (0, 0, 3, False)
+    r = daemon.cli("dataset", "add", "y", "--source", SYNTH, "--raw", "--crop", "8", check=False)
     assert r.returncode == 1 and "--raw" in r.stderr and "--crop" in r.stderr
 
 

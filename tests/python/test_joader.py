@@ -221,8 +221,8 @@ def test_errors_are_joader_errors_with_codes(client, workdir):
     assert "unknown dataset 'nope'" in str(e.value) and e.value.code == 5
     with pytest.raises(joader.JoaderError, match="no Joader daemon"):
         joader.Client(os.path.join(workdir, "absent.sock"))
-    with pytest.raises(ValueError):
-        client.add_dataset("x", source="synthetic:10")
+    with pytest.raises(ValueError, match="raw=True passes the stored bytes through"):
+        client.add_dataset("x", source="synthetic:10", raw=True, crop=8)
 
 
 def test_the_resnet_example_trains_a_few_steps(daemon, workdir):
