@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include <grpcpp/grpcpp.h>
 
@@ -170,11 +171,30 @@ bool Job::next(Batch* out) {
   out->last_of_epoch = b.last_of_epoch();
   out->items.clear();
   out->items.reserve(b.ids_size());
+  out->gathered.clear();
+  const auto bad = [](const char* what) { return ClientError(static_cast<int>(grpc::StatusCode::INTERNAL), what); };
+  const bool split = b.extent_counts_size() > 0;
+  if (split && b.extent_counts_size() != b.ids_size()) throw bad("extent counts do not match the items");
+  int extent = 0;
   for (int i = 0; i < b.ids_size(); ++i) {
-    if (b.offsets(i) + b.lengths(i) > arena_->size()) {
-      throw ClientError(static_cast<int>(grpc::StatusCode::INTERNAL), "item descriptor outside the arena");
-    }
+    const uint32_t parts = split ? b.extent_counts(i) : 1;
     ItemView item{b.ids(i), b.labels(i), arena_->data() + b.offsets(i), b.lengths(i)};
+    if (parts <= 1 && b.offsets(i) + b.lengths(i) > arena_->size()) throw bad("item descriptor outside the arena");
+    if (parts > 1) {  // copy the item's blocks together
+      std::vector<uint8_t>& bytes = out->gathered.emplace_back(item.size);
+      uint64_t done = 0;
+      for (uint32_t k = 0; k < parts; ++k, ++extent) {
+        if (extent >= b.extent_offsets_size() || extent >= b.extent_lengths_size()) throw bad("missing extents");
+        const uint64_t at = b.extent_offsets(extent), n = std::min(b.extent_lengths(extent), item.size - done);
+        if (at + n > arena_->size()) throw bad("item extent outside the arena");
+        std::memcpy(bytes.data() + done, arena_->data() + at, n);
+        done += n;
+      }
+      if (done != item.size) throw bad("item extents shorter than the item");
+      item.data = bytes.data();
+    } else {
+      extent += split ? 1 : 0;
+    }
     if (i < b.widths_size() && i < b.heights_size()) {
       item.width = b.widths(i);
       item.height = b.heights(i);

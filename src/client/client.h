@@ -66,6 +66,9 @@ struct Batch {
   uint32_t epoch = 0;
   bool last_of_epoch = false;
   std::vector<ItemView> items;
+  // Items the daemon had to split between several arena blocks, gathered here (rare: items of
+  // different sizes fragmenting the arena); such items' views point into these.
+  std::vector<std::vector<uint8_t>> gathered;
 };
 
 class ArenaView;

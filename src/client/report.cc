@@ -40,6 +40,7 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"cache_capacity", s.cache_capacity()},
           {"pinned_bytes", s.pinned_bytes()},
           {"space_waits", s.space_waits()},
+          {"split_items", s.split_items()},
           {"policy", s.policy()},
           {"loader_threads", s.loader_threads()},
           {"uptime_seconds", s.uptime_seconds()},

@@ -117,6 +117,23 @@ std::optional<uint64_t> ArenaAllocator::allocate(uint64_t n) {
   return offset;
 }
 
+std::optional<std::vector<Extent>> ArenaAllocator::allocate_extents(uint64_t n) {
+  if (rounded(n) > free_bytes_) return std::nullopt;
+  if (const std::optional<uint64_t> whole = allocate(n)) return std::vector<Extent>{{*whole, n}};
+  std::vector<Extent> out;
+  uint64_t left = n;
+  while (left > 0) {  // no block holds the rest: take the largest whole, until one does
+    const auto [size, offset] = *by_size_.rbegin();
+    if (size >= rounded(left)) {
+      out.push_back({*allocate(left), left});
+      break;
+    }
+    out.push_back({*allocate(size), size});
+    left -= size;
+  }
+  return out;
+}
+
 void ArenaAllocator::free(uint64_t offset, uint64_t n) {
   n = rounded(n);
   auto next = by_offset_.lower_bound(offset);

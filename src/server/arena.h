@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace joader {
 
@@ -27,6 +28,7 @@ class SharedArena {
   const std::string& name() const { return name_; }
   uint64_t size() const { return size_; }
   uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
 
   // Unlinks arenas of this user left by daemons that no longer run (their pid is gone).
   // Returns how many were removed.
@@ -53,8 +55,15 @@ class ArenaView {
   const uint8_t* data_ = nullptr;
 };
 
+// Bytes of an item in the arena: `length` data bytes at `offset` (its block is rounded(length)).
+struct Extent {
+  uint64_t offset = 0, length = 0;
+  bool operator==(const Extent&) const = default;
+};
+
 // Offsets inside the arena: best fit over free blocks, coalescing on free; O(log n) per call.
-// Blocks are multiples of kAlign bytes, so equal-size items (decode + crop) never fragment.
+// Blocks are multiples of kAlign bytes, so equal-size items (decode + crop) never fragment; items
+// of different sizes may, and then allocate_extents() places an item in several blocks.
 class ArenaAllocator {
  public:
   static constexpr uint64_t kAlign = 64;
@@ -63,6 +72,11 @@ class ArenaAllocator {
   static uint64_t rounded(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
   // An offset for rounded(n) bytes, or nullopt if no free block is large enough.
   std::optional<uint64_t> allocate(uint64_t n);
+  // n data bytes in one block when a free block is large enough (best fit), else in the largest
+  // free blocks in turn, the last one split: fails (nullopt, nothing allocated) only when fewer
+  // than rounded(n) bytes are free, whatever the fragmentation. The extents' lengths add up to n;
+  // free each with free(offset, length).
+  std::optional<std::vector<Extent>> allocate_extents(uint64_t n);
   // Returns a block; throws std::logic_error if it overlaps a free block (freed twice).
   void free(uint64_t offset, uint64_t n);
   uint64_t free_bytes() const { return free_bytes_; }

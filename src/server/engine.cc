@@ -108,7 +108,7 @@ Engine::Engine(EngineOptions options)
   }
   cache_->set_eviction_listener([this](CacheKey k) {
     auto it = resident_.find(k);
-    allocator_.free(it->second.offset, it->second.length);
+    for (const Extent& e : it->second.extents) allocator_.free(e.offset, e.length);
     resident_.erase(it);
   });
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -295,7 +295,7 @@ void Engine::check_invariants(const char* after) const {
            std::to_string(cache_->used()) + " != capacity " + std::to_string(cache_->capacity()));
   }
   if (resident_.size() != cache_->items()) {
-    broken(std::to_string(resident_.size()) + " arena blocks for " + std::to_string(cache_->items()) + " cached items");
+    broken(std::to_string(resident_.size()) + " arena entries for " + std::to_string(cache_->items()) + " cached items");
   }
   if (cache_->pinned_units() > cache_->used()) broken("more bytes pinned than cached");
   uint64_t reserved = 0;
@@ -376,7 +376,7 @@ void Engine::remove_dataset(const std::string& name) {
     if (key_dataset(k) == ds.index && cache_->pins(k) == 0) {
       const Resident res = resident_[k];
       cache_->erase(k);
-      allocator_.free(res.offset, res.length);
+      for (const Extent& e : res.extents) allocator_.free(e.offset, e.length);
       resident_.erase(k);
     }
   }
@@ -624,7 +624,7 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
       cache_->pin(key);
       const Resident& r = resident_.at(key);
       e->state = Entry::kReady;
-      e->offset = r.offset;
+      e->extents = r.extents;
       e->length = r.length;
       e->width = r.width;
       e->height = r.height;
@@ -679,56 +679,51 @@ void Engine::loader_loop() {
       finish_load(key, nullptr, error);
       continue;
     }
-    std::optional<uint64_t> offset;
+    const uint64_t units = std::max<uint64_t>(size, 1);  // an empty item still takes one block
+    std::optional<std::vector<Extent>> extents;
     if (loads_.at(key).waiters.empty()) {
       // Every job that wanted the item has left: its bytes are not covered by any reservation,
       // so keep them only if they fit without evicting anything.
-      if (cache_->used() + rsize <= cache_->capacity()) offset = allocator_.allocate(rsize);
-      if (!offset) {
+      if (cache_->used() + rsize <= cache_->capacity()) extents = allocator_.allocate_extents(units);
+      if (!extents) {
         finish_load(key, nullptr, "");
         continue;
       }
     }
-    // Room in the arena: reservations guarantee it once unpinned items are evicted. Items of
-    // different sizes (raw data, several datasets) can fragment it; then wait for pins to be
-    // released, and give up on the item after a while rather than hang its jobs.
+    // Room in the arena: reservations guarantee the bytes once unpinned items are evicted, and
+    // allocate_extents() needs no more than the bytes (an item that finds no block large enough is
+    // split between several), so no load waits on fragmentation. Waiting is left as a safety net:
+    // it counts in space_waits, and gives up after 30 s rather than hang the item's jobs.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     bool waited = false;
-    while (!offset && !stopping_ && std::chrono::steady_clock::now() < give_up) {
-      if (cache_->make_room(rsize)) {
-        offset = allocator_.allocate(rsize);
-        if (offset) break;
-        if (cache_->evict_one()) continue;
-      }
+    while (!extents && !stopping_ && std::chrono::steady_clock::now() < give_up) {
+      if (cache_->make_room(rsize) && (extents = allocator_.allocate_extents(units))) break;
       if (!waited) ++n_space_waits_;
       waited = true;
       space_cv_.wait_for(lk, std::chrono::milliseconds(100));
     }
     if (stopping_) return;
-    if (!offset) {
-      // Reservations cover the bytes, not their contiguity: only items of different sizes in one
-      // arena (raw datasets, datasets with other crops) can get here.
-      const std::string where = "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): ";
-      const std::string advice =
-          "start the daemon with a larger --cache-size, or serve datasets whose items differ in size from separate "
-          "daemons";
+    if (!extents) {
       finish_load(key, nullptr,
-                  allocator_.free_bytes() >= rsize
-                      ? where + "no contiguous block of " + std::to_string(rsize) + " bytes in the cache for 30 s: " +
-                            std::to_string(allocator_.free_bytes()) +
-                            " bytes are free, but split between items of other sizes (largest free block " +
-                            std::to_string(allocator_.largest_free_block()) + " bytes); " + advice
-                      : where + "no room for its " + std::to_string(rsize) + " bytes in the cache for 30 s: " +
-                            std::to_string(cache_->pinned_units()) + " of " + std::to_string(cache_->capacity()) +
-                            " bytes are held by items that jobs have not acknowledged; " + advice);
+                  "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): no room for its " +
+                      std::to_string(rsize) + " bytes in the cache for 30 s: " +
+                      std::to_string(cache_->pinned_units()) + " of " + std::to_string(cache_->capacity()) +
+                      " bytes are held by items that jobs have not acknowledged (start the daemon with a larger "
+                      "--cache-size)");
       continue;
     }
-    resident_[key] = Resident{*offset, size, shape.width, shape.height};
+    if (extents->size() > 1) ++n_split_items_;
+    resident_[key] = Resident{*extents, size, shape.width, shape.height};
     cache_->insert(key, rsize);
     cache_->pin(key);  // nobody may evict it while the bytes are copied in
     check_invariants("placing a loaded item");
     lk.unlock();
-    std::memcpy(arena_.data() + *offset, prepared.data(), size);
+    uint64_t copied = 0;
+    for (const Extent& e : *extents) {
+      const uint64_t n = std::min(e.length, size - copied);
+      std::memcpy(arena_.data() + e.offset, prepared.data() + copied, n);
+      copied += n;
+    }
     lk.lock();
     cache_->unpin(key);
     space_cv_.notify_all();  // it may be evicted now
@@ -763,7 +758,7 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
   for (auto [job, entry] : load.waiters) {
     cache_->pin(key);
     entry->state = Entry::kReady;
-    entry->offset = r.offset;
+    entry->extents = r.extents;
     entry->length = r.length;
     entry->width = r.width;
     entry->height = r.height;
@@ -803,6 +798,9 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       out->labels.clear();
       out->offsets.clear();
       out->lengths.clear();
+      out->extent_counts.clear();
+      out->extent_offsets.clear();
+      out->extent_lengths.clear();
       out->widths.clear();
       out->heights.clear();
       std::vector<Entry> delivered;
@@ -828,12 +826,22 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       for (const Entry& e : delivered) {
         out->ids.push_back(e.item);
         out->labels.push_back(e.label);
-        out->offsets.push_back(e.offset);
+        out->offsets.push_back(e.extents.front().offset);
         out->lengths.push_back(e.length);
+        out->extent_counts.push_back(static_cast<uint32_t>(e.extents.size()));
+        for (const Extent& x : e.extents) {
+          out->extent_offsets.push_back(x.offset);
+          out->extent_lengths.push_back(x.length);
+        }
         if (own_size(j.ds->prep)) {
           out->widths.push_back(e.width);
           out->heights.push_back(e.height);
         }
+      }
+      if (std::all_of(out->extent_counts.begin(), out->extent_counts.end(), [](uint32_t c) { return c == 1; })) {
+        out->extent_counts.clear();  // the usual case: offsets and lengths say it all
+        out->extent_offsets.clear();
+        out->extent_lengths.clear();
       }
       n_deliveries_ += delivered.size();
       j.delivered += delivered.size();
@@ -919,6 +927,7 @@ v1::StatusReply Engine::status() {
   out.set_pinned_bytes(cache_->pinned_units());
   out.set_skipped(n_skipped_);
   out.set_space_waits(n_space_waits_);
+  out.set_split_items(n_split_items_);
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_policy(options_.policy);
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());

@@ -95,8 +95,12 @@ struct BatchOut {
   bool last_of_epoch = false;
   std::vector<uint32_t> ids;
   std::vector<int64_t> labels;
-  std::vector<uint64_t> offsets, lengths;
+  std::vector<uint64_t> offsets, lengths;  // each item's first extent, its total length
   std::vector<uint32_t> widths, heights;  // own-size datasets only
+  // Items split between several arena blocks: every item's extent count and the extents, in
+  // order; empty when every item is one block.
+  std::vector<uint32_t> extent_counts;
+  std::vector<uint64_t> extent_offsets, extent_lengths;
 };
 
 class Engine {
@@ -141,7 +145,8 @@ class Engine {
     uint32_t epoch;
     bool last_of_epoch;
     enum State { kLoading, kReady, kFailed } state = kLoading;
-    uint64_t offset = 0, length = 0;
+    std::vector<Extent> extents;  // where its bytes are in the arena (usually one block)
+    uint64_t length = 0;
     uint32_t width = 0, height = 0;  // the stored image's size (decoded forms)
   };
   struct Load {
@@ -150,7 +155,8 @@ class Engine {
     std::vector<std::pair<Job*, Entry*>> waiters;
   };
   struct Resident {
-    uint64_t offset, length;
+    std::vector<Extent> extents;
+    uint64_t length;
     uint32_t width = 0, height = 0;
   };
 
@@ -202,7 +208,7 @@ class Engine {
   std::unordered_map<CacheKey, Load> loads_;
   std::deque<CacheKey> tasks_;
   uint64_t reserved_bytes_ = 0;
-  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0;
+  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0, n_split_items_ = 0;
 
   std::thread dispatcher_;
   std::vector<std::thread> loaders_;

@@ -121,6 +121,9 @@ grpc::Status JoaderService::Job(grpc::ServerContext* ctx, grpc::ServerReaderWrit
       out->mutable_lengths()->Add(b.lengths.begin(), b.lengths.end());
       out->mutable_widths()->Add(b.widths.begin(), b.widths.end());
       out->mutable_heights()->Add(b.heights.begin(), b.heights.end());
+      out->mutable_extent_counts()->Add(b.extent_counts.begin(), b.extent_counts.end());
+      out->mutable_extent_offsets()->Add(b.extent_offsets.begin(), b.extent_offsets.end());
+      out->mutable_extent_lengths()->Add(b.extent_lengths.begin(), b.extent_lengths.end());
       if (!stream->Write(reply)) break;
     }
   } catch (const EngineError& e) {
