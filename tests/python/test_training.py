@@ -1,0 +1,171 @@
+"""Training pipelines through the daemon: images decoded once for every job and stored at their
+own size, augmented per job and per delivery (RandomResizedCrop + RandomHorizontalFlip) in C++."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+import torchvision.transforms as T
+import torchvision.transforms.functional as F
+from PIL import Image
+
+import joader
+import joader.torch
+from joader import _native
+from conftest import BUILD
+
+TRAIN = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip()])
+PHOTOS = os.path.join(os.path.dirname(__file__), "..", "data", "make_photos.py")
+
+
+def crops_by_item(loader):
+    """{(epoch, item): bytes of the augmented image} over a whole Loader."""
+    out = {}
+    for batch in loader:
+        for item, image in zip(batch.indices.tolist(), batch.data):
+            assert (batch.epoch, item) not in out
+            out[(batch.epoch, item)] = image.tobytes()
+    return out
+
+
+def test_augmented_bytes_equal_torchvisions_for_the_drawn_parameters_on_real_photos(client, workdir):
+    root = os.path.join(workdir, "photos")
+    subprocess.run([sys.executable, PHOTOS, root, "--count", "24", "--min", "80", "--max", "500"], check=True,
+                   capture_output=True)
+    client.add_dataset("photos", source=f"imagefolder:{root}")
+    samples = torchvision.datasets.ImageFolder(root).samples
+    seed = 1234
+    loader = joader.Loader("photos", batch_size=5, epochs=2, client=client, augment=TRAIN, augment_seed=seed)
+    checked = 0
+    for batch in loader:
+        assert batch.data.shape == (len(batch.indices), 32, 32, 3)
+        for item, image in zip(batch.indices.tolist(), batch.data):
+            pil = Image.open(samples[item][0]).convert("RGB")
+            w, h = pil.size
+            top, left, bh, bw, flip = _native.testing_draws(w, h, 32, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, seed,
+                                                            batch.epoch, item + 1)[item].tolist()
+            ref = F.resized_crop(pil, top, left, bh, bw, [32, 32], T.InterpolationMode.BILINEAR)
+            ref = F.pil_to_tensor(F.hflip(ref) if flip else ref).permute(1, 2, 0).numpy()
+            assert np.array_equal(image, ref), (samples[item][0], batch.epoch)
+            checked += 1
+    assert checked == 48
+
+
+def test_two_training_jobs_share_the_decode_with_independent_crops(client):
+    client.add_dataset("train", source="synthetic:200:96x72")
+    loaders = {name: joader.Loader("train", name=name, batch_size=8, epochs=2, client=client, augment=TRAIN)
+               for name in ("a", "b")}
+    assert loaders["a"].augment_seed != loaders["b"].augment_seed  # fresh seeds: independent jobs
+    results = {}
+    threads = [threading.Thread(target=lambda n=n, l=l: results.__setitem__(n, crops_by_item(l)))
+               for n, l in loaders.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    for crops in results.values():
+        assert sorted(crops) == [(e, i) for e in range(2) for i in range(200)]  # exact epochs
+    same = sum(results["a"][k] == results["b"][k] for k in results["a"])
+    assert same < 10, f"{same} of 400 crops equal between jobs with different seeds"
+    s = client.status()
+    assert s["ld_ratio"] < 0.6, s  # the decode is shared
+    # Fresh crops every epoch: an item's two epochs differ.
+    assert sum(results["a"][(0, i)] == results["a"][(1, i)] for i in range(200)) < 10
+
+
+def test_the_same_seed_gives_the_same_crops(client):
+    client.add_dataset("train", source="synthetic:60:80x64")
+    first = crops_by_item(joader.Loader("train", batch_size=7, epochs=2, client=client, augment=TRAIN,
+                                        augment_seed=99))
+    second = crops_by_item(joader.Loader("train", batch_size=4, epochs=2, client=client, augment=TRAIN,
+                                         augment_seed=99))
+    assert first == second
+
+
+def test_a_job_resumed_after_sigkill_gets_exactly_the_remaining_crops(client, daemon, workdir):
+    client.add_dataset("train", source="synthetic:50:80x64")
+    reference = crops_by_item(joader.Loader("train", batch_size=5, epochs=1, client=client, augment=TRAIN,
+                                            augment_seed=5))
+    state_file = os.path.join(workdir, "state.json")
+    script = textwrap.dedent(f"""
+        import json, sys, time
+        sys.path.insert(0, {os.path.join(BUILD, 'python')!r})
+        import joader, torchvision.transforms as T
+        loader = joader.Loader("train", batch_size=5, epochs=1, client=joader.Client({daemon.socket!r}),
+                               augment=T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip()]))
+        seen = {{}}
+        for n, batch in enumerate(loader):
+            for item, image in zip(batch.indices.tolist(), batch.data):
+                seen[item] = image.tobytes().hex()
+            if n == 3:
+                break
+        json.dump({{"state": loader.state_dict(), "seen": seen}}, open({state_file!r}, "w"))
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    saved = json.load(open(state_file))
+    state = saved["state"]
+    assert len(state["consumed"]) == 20 and "augment_seed" in state
+    # The killed job drew a fresh seed; a job given its state continues with that seed.
+    reference = crops_by_item(joader.Loader("train", batch_size=5, epochs=1, client=client, augment=TRAIN,
+                                            augment_seed=state["augment_seed"]))
+    for item, hexed in saved["seen"].items():
+        assert reference[(0, int(item))] == bytes.fromhex(hexed)
+    rest = crops_by_item(joader.Loader("train", batch_size=5, epochs=1, client=client, augment=TRAIN, state=state))
+    assert sorted(i for _, i in rest) == sorted(set(range(50)) - set(state["consumed"]))
+    for key, crop in rest.items():
+        assert crop == reference[key]
+
+
+def test_data_parallel_ranks_and_epochs_draw_different_crops(client):
+    client.add_dataset("train", source="synthetic:40:64x48")
+    crops = {}
+    for rank in range(2):
+        dl = joader.torch.DataLoader("train", batch_size=5, epochs=2, client=client, rank=rank, world_size=2,
+                                     augment=TRAIN, augment_seed=3, with_indices=True, layout="NHWC")
+        for epoch in range(2):
+            for images, _, ids in dl:
+                for image, item in zip(images, ids.tolist()):
+                    crops[(rank, epoch, item)] = image.numpy().tobytes()
+    assert len(crops) == 2 * 2 * 20
+    by_rank_epoch = {}
+    for (rank, epoch, item), crop in crops.items():
+        by_rank_epoch.setdefault((rank, epoch), set()).add(crop)
+    assert len(set.union(*by_rank_epoch.values())) == 80  # no crop repeats across ranks or epochs
+
+
+def test_augmentation_bad_input_is_refused_naming_the_field(client):
+    client.add_dataset("train", source="synthetic:10:64x48")
+    client.add_dataset("bytes", source="synthetic:10:64x48", raw=True)
+    client.add_dataset("cropped", source="synthetic:10:64x48", crop=32)
+    cases = [
+        ("train", T.ColorJitter(0.4), "cannot run ColorJitter per item; it runs RandomResizedCrop"),
+        ("train", T.RandomResizedCrop(0), "RandomResizedCrop: size must be in 1..8192, not 0"),
+        ("train", T.RandomResizedCrop(9000), "RandomResizedCrop: size must be in 1..8192, not 9000"),
+        ("train", T.RandomResizedCrop(32, scale=(0.5, 0.2)), "scale (0.5, 0.2) must be a non-empty range"),
+        ("train", T.RandomResizedCrop(32, ratio=(0, 1)), "ratio (0, 1) must be a non-empty range"),
+        ("train", T.RandomResizedCrop(32, interpolation=T.InterpolationMode.NEAREST), "only bilinear"),
+        ("train", T.Resize(40), "must end in a fixed size"),
+        ("bytes", TRAIN, "augment needs a decoded dataset, and 'bytes' stores raw bytes"),
+        ("train", T.CenterCrop(50), "CenterCrop(50) is larger than the smallest image 'train' stores (64×48"),
+        ("cropped", T.CenterCrop(40), "CenterCrop(40) is larger than the smallest image 'cropped' stores (32×32"),
+    ]
+    for dataset, augment, message in cases:
+        with pytest.raises(joader.JoaderError) as e:
+            next(iter(joader.Loader(dataset, batch_size=2, client=client, augment=augment)))
+        assert message in str(e.value) and e.value.code == 3, (augment, str(e.value))
+    with pytest.raises(ValueError, match="stores images at their own size: give augment="):
+        joader.torch.DataLoader("train", batch_size=2, client=client)
+    assert client.status()["jobs"] == []  # nothing else disturbed
+    assert len(list(joader.Loader("train", batch_size=4, client=client, augment=T.RandomResizedCrop(8)))) == 3
