@@ -1,7 +1,9 @@
-// Image preparation cost per item on real files: decode only, and the whole prep (decode, PIL
-// bilinear resize of the crop window, center crop), one thread.
+// Image preparation cost per item on real files: decode only, the whole eval prep (decode, PIL
+// bilinear resize of the crop window, center crop), and the per-delivery training augmentation
+// (RandomResizedCrop(224) + RandomHorizontalFlip() on the decoded image, read in place), one thread.
 //
 //   build/prep_bench --benchmark_min_time=1 [DIR]      (DIR: an ImageFolder; default build/e2e-data)
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "prep/augment.h"
 #include "prep/image_prep.h"
 
 namespace joader {
@@ -52,7 +55,24 @@ void BM_Prepare_Resize256_Crop224(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
+  std::vector<Image> decoded;
+  for (size_t i = 0; i < std::min<size_t>(files().size(), 50); ++i) decoded.push_back(decode_image(files()[i], 1ull << 30));
+  AugmentOp crop, flip;
+  crop.kind = AugmentOp::kRandomResizedCrop;
+  crop.size = 224;
+  flip.kind = AugmentOp::kRandomHorizontalFlip;
+  const std::vector<AugmentOp> ops = {crop, flip};
+  uint32_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(augment(decoded[i % decoded.size()], ops, 1, i / 50, i % 50));
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 BENCHMARK(BM_DecodeOnly)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Augment_RandomResizedCrop224_Flip)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prepare_Resize256_Crop224)->Unit(benchmark::kMillisecond);
 
 }  // namespace

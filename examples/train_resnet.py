@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""Train torchvision's ResNet-18 on an ImageFolder through Joader.
+"""Train torchvision's ResNet-18 on an ImageFolder through Joader, with the standard ImageNet
+recipe: RandomResizedCrop + RandomHorizontalFlip for training, Resize + CenterCrop to evaluate.
 
 Start the daemon once (`build/joader serve --cache-size 8GiB &`), then run as many of these as
-you like, with different subsets, seeds or hyper-parameters: they share the reading and decoding.
+you like, with different subsets, seeds or hyper-parameters: they share the reading and decoding
+of every image, while each job draws its own random crops, fresh every epoch.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/train_resnet.py /data/imagenet/train \\
         --epochs 90 --batch-size 256 --subset 0.5 --device cuda
 
-With --world-size/--rank (or torch.distributed initialised) each rank receives its part of each
-epoch, as with DistributedSampler.
+The dataset is registered decoded at each image's own size (no crop), so that the training job's
+RandomResizedCrop sees the whole image, as torchvision's would; a held-out part of the items is
+evaluated after each epoch by a second job on the same dataset. With --world-size/--rank (or
+torch.distributed initialised) each rank receives its part of each epoch, as with
+DistributedSampler.
 """
 import argparse
 import time
@@ -16,6 +21,7 @@ import time
 import numpy as np
 import torch
 import torchvision
+import torchvision.transforms as T
 
 import joader
 from joader.torch import DataLoader
@@ -29,9 +35,13 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--subset", type=float, default=1.0, help="train on this random fraction of the items")
+    ap.add_argument("--val-fraction", type=float, default=0.1, help="items held out for evaluation")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--resize", type=int, default=256)
-    ap.add_argument("--crop", type=int, default=224)
+    ap.add_argument("--resize", type=int, default=256, help="evaluation: Resize(S) before the center crop")
+    ap.add_argument("--crop", type=int, default=224, help="the crop size of training and evaluation")
+    ap.add_argument("--store-resize", type=int, default=None,
+                    help="store images with their shorter side resized to this (default: at their own size); "
+                         "for datasets with a few huge images, since the daemon reserves the largest image per item")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--rank", type=int, default=None)
@@ -40,27 +50,30 @@ def main():
     args = ap.parse_args()
 
     client = joader.Client(args.socket)
-    name = args.dataset or f"imagefolder-{abs(hash((args.root, args.resize, args.crop))) % 10**8}"
-    info = client.add_dataset(name, source=f"imagefolder:{args.root}", resize=args.resize, crop=args.crop)
+    name = args.dataset or f"imagefolder-{abs(hash((args.root, args.store_resize))) % 10**8}"
+    # Decoded once for every job, at each image's own (or --store-resize'd) size.
+    info = client.add_dataset(name, source=f"imagefolder:{args.root}", resize=args.store_resize)
     n = info["items"]
-    indices = None
-    if args.subset < 1.0:
-        indices = np.random.default_rng(args.seed).permutation(n)[: int(n * args.subset)]
+    order = np.random.default_rng(args.seed).permutation(n)
+    n_val = int(n * args.val_fraction)
+    val, train = order[:n_val], order[n_val:]
+    train = train[: max(1, int(len(train) * args.subset))]
 
-    def augment(images, labels):  # per job, after delivery: random horizontal flips
-        flip = torch.rand(images.shape[0], device=images.device) < 0.5
-        images[flip] = images[flip].flip(3)
-        return images, labels
-
-    loader = DataLoader(name, batch_size=args.batch_size, indices=indices, epochs=args.epochs, client=client,
-                        dtype=torch.float32, transform=augment, rank=args.rank, world_size=args.world_size,
-                        seed=args.seed)
+    loader = DataLoader(name, batch_size=args.batch_size, indices=train, epochs=args.epochs, client=client,
+                        dtype=torch.float32, rank=args.rank, world_size=args.world_size, seed=args.seed,
+                        augment=T.Compose([T.RandomResizedCrop(args.crop), T.RandomHorizontalFlip()]))
+    evaluate = None
+    if n_val > 0:
+        evaluate = DataLoader(name, batch_size=args.batch_size, indices=val, epochs=args.epochs, client=client,
+                              dtype=torch.float32, name=f"{name}-eval",
+                              augment=T.Compose([T.Resize(args.resize), T.CenterCrop(args.crop)]))
     torch.manual_seed(args.seed)
     model = torchvision.models.resnet18(num_classes=len(info["classes"]) or 1000).to(args.device)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, args.epochs * len(loader)))
     step = 0
     for epoch in range(args.epochs):
+        model.train()
         start, seen, total_loss = time.monotonic(), 0, 0.0
         for images, labels in loader:
             images = images.to(args.device, non_blocking=True)
@@ -77,7 +90,17 @@ def main():
                 print(f"stopped after {step} steps, loss {loss.item():.3f}")
                 return
         elapsed = time.monotonic() - start
-        print(f"epoch {epoch}: {seen} images, loss {total_loss / max(seen, 1):.3f}, {seen / elapsed:.0f} images/s")
+        line = f"epoch {epoch}: {seen} images, loss {total_loss / max(seen, 1):.3f}, {seen / elapsed:.0f} images/s"
+        if evaluate is not None:
+            model.eval()
+            correct = total = 0
+            with torch.no_grad():
+                for images, labels in evaluate:
+                    predicted = model(images.to(args.device)).argmax(1).cpu()
+                    correct += int((predicted == labels).sum())
+                    total += len(labels)
+            line += f", held-out accuracy {correct / max(total, 1):.3f}"
+        print(line)
 
 
 if __name__ == "__main__":

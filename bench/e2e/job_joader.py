@@ -1,5 +1,7 @@
 """One Joader job: joader.torch.DataLoader on the same ImageFolder (registered in the daemon with
-resize 256, crop 224). Prints one JSON line: {"items", "seconds", "start", "end"}."""
+resize 256, crop 224 for the eval pipeline; decoded at its own size for the training pipeline,
+which this job then augments per item with RandomResizedCrop(224) + RandomHorizontalFlip() on its
+own main thread). Prints one JSON line: {"items", "seconds", "start", "end"}."""
 import argparse
 
 import torch
@@ -17,12 +19,18 @@ def main():
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0)
+    ap.add_argument("--pipeline", choices=["eval", "train"], default="eval")
     args = ap.parse_args()
     torch.set_num_threads(1)
     client = joader.Client(args.socket)
     n = client.dataset("e2e")["items"]
     ids = timed.subset(n, args.share, args.subset_seed)
-    loader = DataLoader("e2e", batch_size=args.batch_size, indices=ids, epochs=args.epochs, client=client)
+    augment = None
+    if args.pipeline == "train":
+        import torchvision.transforms as T
+        augment = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()])
+    loader = DataLoader("e2e", batch_size=args.batch_size, indices=ids, epochs=args.epochs, client=client,
+                        augment=augment, augment_threads=1)
     timed.run(loader, args.epochs, args.sleep_ms)
 
 if __name__ == "__main__":

@@ -18,9 +18,14 @@ def main():
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0, help="simulated training time per batch")
+    ap.add_argument("--pipeline", choices=["eval", "train"], default="eval")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.PILToTensor()])
+    if args.pipeline == "train":
+        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+                                 transforms.PILToTensor()])
+    else:
+        tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.PILToTensor()])
     ds = torchvision.datasets.ImageFolder(args.root, transform=tf)
     ids = timed.subset(len(ds), args.share, args.subset_seed)
     if ids is not None:

@@ -45,9 +45,11 @@ def make_data(build, root, images):
                     "--size", "500x375"], check=True)
 
 
-def scenarios(epoch_seconds):
+def scenarios(epoch_seconds, pipeline="eval"):
     """name -> list of job specs (share, subset seed, start delay s, sleep ms per batch)."""
     same = lambda k: [dict(share=1.0, seed=0, start=0.0, sleep=0.0) for _ in range(k)]
+    if pipeline == "train":
+        return {"a: k=1": same(1), "b: k=2 identical": same(2), "b: k=4 identical": same(4)}
     return {
         "a: k=1": same(1),
         "b: k=2 identical": same(2),
@@ -77,27 +79,29 @@ def run_jobs(commands, starts, env=None):
     return results
 
 
-def run_baseline(root, jobs):
+def run_baseline(root, jobs, pipeline="eval"):
     threads = max(2, len(jobs))
     workers = max(1, threads // len(jobs))
     cmds = [[PY, os.path.join(HERE, "job_torch.py"), root, "--batch-size", str(BATCH), "--workers", str(workers),
-             "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"])] for j in jobs]
+             "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"]),
+             "--pipeline", pipeline] for j in jobs]
     cpu0 = cpu_children()
     results = run_jobs(cmds, [j["start"] for j in jobs])
     return summarize(results, cpu_children() - cpu0, None)
 
 
-def run_joader(build, root, jobs, tmp):
+def run_joader(build, root, jobs, tmp, pipeline="eval"):
     threads = max(2, len(jobs))
     cpu0 = cpu_children()
     daemon = Daemon(os.path.join(build, "joader"), tmp, name="e2e", cache_size="512MiB", threads=threads)
     socket = daemon.socket
     try:
-        daemon.cli("dataset", "add", "e2e", "--source", f"imagefolder:{root}", "--resize", "256", "--crop", "224")
+        prep = ["--resize", "256", "--crop", "224"] if pipeline == "eval" else []  # train: decoded, own size
+        daemon.cli("dataset", "add", "e2e", "--source", f"imagefolder:{root}", *prep)
         env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
         cmds = [[PY, os.path.join(HERE, "job_joader.py"), "--socket", socket, "--batch-size", str(BATCH),
-                 "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"])]
-                for j in jobs]
+                 "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"]),
+                 "--pipeline", pipeline] for j in jobs]
         results = run_jobs(cmds, [j["start"] for j in jobs], env)
         status = daemon.status()
     finally:
@@ -122,10 +126,14 @@ def main():
     ap.add_argument("--images", type=int, default=2000)
     ap.add_argument("--out", default="docs")
     ap.add_argument("--plot-only", action="store_true", help="redraw the plot from OUT/e2e_results.json")
+    ap.add_argument("--pipeline", choices=["eval", "train"], default="eval",
+                    help="eval: Resize(256) + CenterCrop(224), shared whole; train: RandomResizedCrop(224) + "
+                         "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*)")
     args = ap.parse_args()
+    stem = "e2e" if args.pipeline == "eval" else "e2e_train"
     if args.plot_only:
-        with open(os.path.join(args.out, "e2e_results.json")) as f:
-            return plot(json.load(f)["rows"], os.path.join(args.out, "e2e.png"))
+        with open(os.path.join(args.out, f"{stem}_results.json")) as f:
+            return plot(json.load(f)["rows"], os.path.join(args.out, f"{stem}.png"), args.pipeline)
     build = os.path.abspath(args.build)
     root = os.path.join(build, "e2e-data")
     make_data(build, root, args.images)
@@ -137,14 +145,15 @@ def main():
         os.chmod(tmp, 0o700)
         # A one-job epoch on each side sets that side's quarter-epoch stagger for scenario (c).
         one = [dict(share=1.0, seed=0, start=0.0, sleep=0.0)]
-        epoch_s = {"torch": run_baseline(root, one)["wall"], "joader": run_joader(build, root, one, tmp)["wall"]}
+        epoch_s = {"torch": run_baseline(root, one, args.pipeline)["wall"],
+                   "joader": run_joader(build, root, one, tmp, args.pipeline)["wall"]}
         print(f"one-job epoch: torch {epoch_s['torch']:.2f} s, joader {epoch_s['joader']:.2f} s", file=sys.stderr)
-        names = list(scenarios(1.0))
+        names = list(scenarios(1.0, args.pipeline))
         for name in names:
             results[name] = {"torch": [], "joader": []}
             for run in range(args.runs):
-                b = run_baseline(root, scenarios(epoch_s["torch"])[name])
-                j = run_joader(build, root, scenarios(epoch_s["joader"])[name], tmp)
+                b = run_baseline(root, scenarios(epoch_s["torch"], args.pipeline)[name], args.pipeline)
+                j = run_joader(build, root, scenarios(epoch_s["joader"], args.pipeline)[name], tmp, args.pipeline)
                 results[name]["torch"].append(b)
                 results[name]["joader"].append(j)
                 print(f"{name} run {run + 1}: torch {b['images_per_s']:.0f} img/s {b['cpu_per_image_ms']:.2f} ms CPU/img"
@@ -164,7 +173,7 @@ def main():
                          ld=med(x["ld_ratio"] for x in j), slowest=slowest_ratio,
                          torch_jobs=t[len(t) // 2]["job_seconds"], joader_jobs=j[len(j) // 2]["job_seconds"]))
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "e2e_results.json"), "w") as f:
+    with open(os.path.join(args.out, f"{stem}_results.json"), "w") as f:
         json.dump({"rows": rows, "raw": results, "mean_jpeg_kb": statistics.mean(sizes) / 1000}, f, indent=1)
 
     print(f"| scenario | PyTorch img/s | Joader img/s | speed-up | PyTorch CPU ms/img | Joader CPU ms/img | "
@@ -174,10 +183,10 @@ def main():
         print(f"| {r['name']} | {r['torch_ips']:.0f} | {r['joader_ips']:.0f} | {r['speedup']:.2f}× | "
               f"{r['torch_cpu']:.2f} | {r['joader_cpu']:.2f} | {r['cpu_ratio']:.2f}× | {r['ld']:.3f} | "
               f"{', '.join(map(str, r['torch_jobs']))} | {', '.join(map(str, r['joader_jobs']))} | {r['slowest']:.2f} |")
-    plot(rows, os.path.join(args.out, "e2e.png"))
+    plot(rows, os.path.join(args.out, f"{stem}.png"), args.pipeline)
 
 
-def plot(rows, path):
+def plot(rows, path, pipeline="eval"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -196,7 +205,9 @@ def plot(rows, path):
     ax2.set_xticks(list(x), labels)
     ax2.set_ylabel("CPU ms per delivered image")
     ax2.set_title("CPU per image (lower is better)")
-    fig.suptitle("2 vCPUs, 500x375 JPEGs -> Resize(256) -> CenterCrop(224); medians of paired runs")
+    what = ("Resize(256) -> CenterCrop(224)" if pipeline == "eval"
+            else "RandomResizedCrop(224) -> RandomHorizontalFlip() (decode shared, crops per job)")
+    fig.suptitle(f"2 vCPUs, 500x375 JPEGs -> {what}; medians of paired runs")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

@@ -1,11 +1,14 @@
 """`make demo` / `joader demo`: three real PyTorch trainings sharing one Joader daemon.
 
 It generates a small ImageFolder (3000 JPEGs, 10 classes) in a temporary folder under build/,
-starts `joader serve` with a cache of 16 MiB (about 40 % of the prepared dataset, so that sharing
-must come from the coupled sampler, not from caching everything), and runs three training processes (a small CNN on CPU) with overlapping
-subsets, staggered starts and different batch sizes. It shows live progress from the daemon and
-ends with what each job did and how much decoding the sharing saved. Everything it creates is
-removed at the end, also on Ctrl-C.
+starts `joader serve` with a cache of 28 MiB (about 40 % of the decoded dataset, so that sharing
+must come from the coupled sampler, not from caching everything), registers the images decoded at
+their own size, and runs three training processes (a small CNN on CPU) with overlapping subsets,
+staggered starts and different batch sizes. Each trains with its own random crops and flips
+(RandomResizedCrop + RandomHorizontalFlip, run per item in C++) and evaluates on held-out items
+after every epoch (Resize + CenterCrop, a second job on the same decoded dataset). It shows live
+progress from the daemon and ends with what each job did and how much decoding the sharing saved.
+Everything it creates is removed at the end, also on Ctrl-C.
 
     PYTHONPATH=build/python /usr/bin/python3 -m joader.demo [--build build]
 """
@@ -36,22 +39,31 @@ def train(args):
     import joader
     from joader.torch import DataLoader
 
+    import torchvision.transforms as T
+
     torch.set_num_threads(1)
     torch.manual_seed(0)
     client = joader.Client(args.socket)
     n = client.dataset("demo")["items"]
-    subset = np.random.default_rng(7).permutation(n)[: int(n * args.share)]
+    order = np.random.default_rng(7).permutation(n)
+    held_out, rest = order[:300], order[300:]  # the same held-out items for every job
+    subset = rest[: int(len(rest) * args.share)]
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
         torch.nn.Flatten(), torch.nn.Linear(32 * 16, CLASSES))
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
-    flip = lambda x, y: (torch.where(torch.rand(x.shape[0], 1, 1, 1) < 0.5, x.flip(3), x), y)  # per-job augmentation
+    # Training: each job's own random crops and flips, drawn per item and per epoch, run in C++ on
+    # the image the daemon decoded once for every job. Evaluation: Resize + CenterCrop.
     loader = DataLoader("demo", batch_size=args.batch, indices=subset, epochs=EPOCHS, name=args.name, client=client,
-                        dtype=torch.float32, transform=flip)
-    items, epoch_losses = 0, []
+                        dtype=torch.float32,
+                        augment=T.Compose([T.RandomResizedCrop(64, scale=(0.35, 1.0)), T.RandomHorizontalFlip()]))
+    evaluate = DataLoader("demo", batch_size=100, indices=held_out, epochs=EPOCHS, name=args.name + "-eval",
+                          client=client, dtype=torch.float32, augment=T.Compose([T.Resize(72), T.CenterCrop(64)]))
+    items, epoch_losses, accuracies = 0, [], []
     for epoch in range(EPOCHS):
         losses = []
+        model.train()
         for images, labels in loader:
             out = torch.nn.functional.cross_entropy(model(images), labels)
             opt.zero_grad()
@@ -60,8 +72,16 @@ def train(args):
             items += len(labels)
             losses.append(out.item())
         epoch_losses.append(sum(losses) / len(losses))
+        model.eval()
+        correct = total = 0
+        with torch.no_grad():
+            for images, labels in evaluate:
+                correct += int((model(images).argmax(1) == labels).sum())
+                total += len(labels)
+        accuracies.append(correct / total)
     with open(args.result, "w") as f:
-        json.dump({"name": args.name, "epochs": EPOCHS, "items": items, "losses": epoch_losses}, f)
+        json.dump({"name": args.name, "epochs": EPOCHS, "items": items, "losses": epoch_losses,
+                   "accuracy": accuracies}, f)
 
 
 def progress_line(status):
@@ -96,14 +116,15 @@ def main():
         print(f"Generating {CLASSES * PER_CLASS} JPEGs in {CLASSES} classes ...", flush=True)
         subprocess.run([os.path.join(build, "make_images"), os.path.join(work, "images"), "--classes", str(CLASSES),
                         "--per-class", str(PER_CLASS), "--size", "96x80", "--learnable"], check=True)
-        daemon = Daemon(os.path.join(build, "joader"), work, cache_size="16MiB")
+        daemon = Daemon(os.path.join(build, "joader"), work, cache_size="28MiB")
         socket = daemon.socket
         client = joader.Client(socket)
-        info = client.add_dataset("demo", source=f"imagefolder:{work}/images", resize=72, crop=64)
+        info = client.add_dataset("demo", source=f"imagefolder:{work}/images")  # decoded once, own size
         print(f"Daemon up; dataset 'demo': {info['items']} items, {info['prep']}.")
-        print("Starting 3 training jobs (overlapping subsets, staggered starts, different batch sizes):")
+        print("Starting 3 training jobs (overlapping subsets, staggered starts, different batch sizes), each with\n"
+              "its own RandomResizedCrop + RandomHorizontalFlip, and an evaluation on 300 held-out items per epoch:")
         for name, share, batch, _ in JOBS:
-            print(f"  {name:<16} {share:>4.0%} of the items, batch {batch:>2}, {EPOCHS} epochs")
+            print(f"  {name:<16} {share:>4.0%} of the training items, batch {batch:>2}, {EPOCHS} epochs")
         env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
         start = time.monotonic()
         pending = list(JOBS)
@@ -131,14 +152,16 @@ def main():
             raise RuntimeError(f"training job(s) failed: {failed}")
         status = client.status()
         results = [json.load(open(os.path.join(work, name + ".json"))) for name, *_ in JOBS]
-        print(f"\n{'job':<16} {'epochs':>6} {'items':>7}   mean loss per epoch")
+        print(f"\n{'job':<16} {'epochs':>6} {'items':>7}   {'mean loss per epoch':<26} held-out accuracy")
         for r in results:
-            print(f"{r['name']:<16} {r['epochs']:>6} {r['items']:>7}   " + " → ".join(f"{x:.3f}" for x in r["losses"]))
+            losses = " → ".join(f"{x:.3f}" for x in r["losses"])
+            print(f"{r['name']:<16} {r['epochs']:>6} {r['items']:>7}   {losses:<26} "
+                  + " → ".join(f"{x:.2f}" for x in r["accuracy"]))
         loads, deliveries = status["loads"], status["deliveries"]
-        print(f"\ndaemon: {loads} loads (read + decode + resize + crop) for {deliveries} deliveries: "
+        print(f"\ndaemon: {loads} loads (read + decode) for {deliveries} deliveries (training and evaluation): "
               f"L/D {status['ld_ratio']:.3f}")
-        print(f"Three independent DataLoaders would have decoded {deliveries} images; Joader decoded {loads}: "
-              f"{100 * (1 - loads / deliveries):.0f} % of the decode work saved.")
+        print(f"Independent DataLoaders would have decoded {deliveries} images; Joader decoded {loads}: "
+              f"{100 * (1 - loads / deliveries):.0f} % of the decode work saved. The crops stayed each job's own.")
         print(f"(total {time.monotonic() - t0:.0f} s)")
     except KeyboardInterrupt:
         print("\ninterrupted: stopping the jobs and the daemon")

@@ -29,7 +29,20 @@ std::string number(double v) {
 // Python's round() of a non-negative double: to nearest, ties to even (the default FP mode).
 int64_t py_round(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
 
-Image resize_shorter(const Image& img, uint32_t size) {
+ImageView view_of(const Image& img) { return ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}; }
+
+Image copy_of(const ImageView& v) {
+  Image out;
+  out.width = v.width;
+  out.height = v.height;
+  out.rgb.resize(size_t{v.width} * v.height * 3);
+  for (uint32_t y = 0; y < v.height; ++y) {
+    std::memcpy(&out.rgb[size_t(y) * v.width * 3], v.rgb + size_t(y) * v.stride, size_t{v.width} * 3);
+  }
+  return out;
+}
+
+Image resize_shorter(const ImageView& img, uint32_t size) {
   PrepSpec spec;
   spec.raw = false;
   spec.resize = size;
@@ -43,7 +56,7 @@ Image resize_shorter(const Image& img, uint32_t size) {
   return out;
 }
 
-Image center_crop(const Image& img, uint32_t size) {
+Image center_crop(const ImageView& img, uint32_t size) {
   // torchvision: round((D - C) / 2.0) offsets, zero padding ((C - D) // 2 before) when smaller.
   auto offset = [](int64_t d, int64_t c) -> int64_t {
     if (d < c) return -((c - d) / 2);
@@ -167,20 +180,15 @@ CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp
   return box;
 }
 
-Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip) {
+Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip) {
   if (box.top < 0 || box.left < 0 || box.width <= 0 || box.height <= 0 || box.top + box.height > img.height ||
       box.left + box.width > img.width) {
     throw PrepError("crop box outside the image");
   }
-  // PIL's crop copies the box into an image of its own, which resize then reads whole.
-  Image cropped;
-  cropped.width = static_cast<uint32_t>(box.width);
-  cropped.height = static_cast<uint32_t>(box.height);
-  cropped.rgb.resize(size_t(box.width) * box.height * 3);
-  for (int64_t y = 0; y < box.height; ++y) {
-    std::memcpy(&cropped.rgb[size_t(y) * box.width * 3],
-                &img.rgb[(size_t(box.top + y) * img.width + size_t(box.left)) * 3], size_t(box.width) * 3);
-  }
+  // PIL crops the box into an image of its own, which resize then reads whole: the same as reading
+  // the box in place as an image of box.width × box.height.
+  const ImageView cropped{img.rgb + size_t(box.top) * img.stride + size_t(box.left) * 3, uint32_t(box.width),
+                          uint32_t(box.height), img.stride};
   PrepGeometry g;
   g.resized_width = g.resized_height = size;
   Image out;
@@ -188,6 +196,10 @@ Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool fli
   resize_window(cropped, g, size, size, out.rgb);
   if (flip) flip_rows(out);
   return out;
+}
+
+Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip) {
+  return resized_crop(view_of(img), box, size, flip);
 }
 
 std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,
@@ -219,25 +231,33 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
   return draws;
 }
 
-Image apply_augment(const Image& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws) {
-  Image cur = img;
+Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws) {
+  Image cur;         // the output of the ops so far
+  ImageView in = img;  // what the next op reads: the input until an op has produced an image
   for (size_t i = 0; i < ops.size(); ++i) {
     const AugmentOp& op = ops[i];
-    if (cur.width == 0 || cur.height == 0) throw PrepError("image has no pixels");
+    if (in.width == 0 || in.height == 0) throw PrepError("image has no pixels");
     switch (op.kind) {
-      case AugmentOp::kRandomResizedCrop: cur = resized_crop(cur, draws[i].box, op.size, false); break;
+      case AugmentOp::kRandomResizedCrop: cur = resized_crop(in, draws[i].box, op.size, false); break;
       case AugmentOp::kRandomHorizontalFlip:
+        if (in.rgb != cur.rgb.data()) cur = copy_of(in);
         if (draws[i].flip) flip_rows(cur);
         break;
-      case AugmentOp::kResize: cur = resize_shorter(cur, op.size); break;
-      case AugmentOp::kCenterCrop: cur = center_crop(cur, op.size); break;
+      case AugmentOp::kResize: cur = resize_shorter(in, op.size); break;
+      case AugmentOp::kCenterCrop: cur = center_crop(in, op.size); break;
     }
+    in = view_of(cur);
   }
+  if (in.rgb != cur.rgb.data()) cur = copy_of(in);
   return cur;
 }
 
-Image augment(const Image& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item) {
+Image augment(const ImageView& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item) {
   return apply_augment(img, ops, draw_augment(ops, img.width, img.height, seed, epoch, item));
+}
+
+Image augment(const Image& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item) {
+  return augment(view_of(img), ops, seed, epoch, item);
 }
 
 }  // namespace joader

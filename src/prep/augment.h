@@ -72,6 +72,7 @@ CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp
 
 // F.resized_crop(img, box, [size, size], BILINEAR) on a PIL image, then F.hflip when flip: the box
 // (inside the image) resized to size×size with PIL's antialiased bilinear filter. HWC RGB out.
+Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip);
 Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip);
 
 // The random draws of a pipeline for one delivery: per op, the box of a RandomResizedCrop or the
@@ -84,11 +85,12 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
                                  uint32_t epoch, uint32_t item);
 
 // The ops applied in order to img with the given draws (from draw_augment on img's size).
-Image apply_augment(const Image& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws);
+Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws);
 
 // What one delivery of `item` in `epoch` to a job with `seed` receives:
 // apply_augment(img, ops, draw_augment(ops, img.width, img.height, seed, epoch, item)).
 // Throws PrepError on an image without pixels.
+Image augment(const ImageView& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item);
 Image augment(const Image& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item);
 
 }  // namespace joader

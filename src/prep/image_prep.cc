@@ -303,6 +303,25 @@ inline uint8_t clip8(int32_t v) {
 }  // namespace
 
 void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out) {
+  resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, crop_w, crop_h, out);
+}
+
+// The vertical pass is a plain int32 multiply-add over whole rows, which the compiler vectorises;
+// x86-64's baseline (SSE2) has no 32-bit vector multiply, so GCC also builds AVX2 and SSE4.1
+// clones and picks one at load time. Same arithmetic, so the same bytes.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define JOADER_CLONES __attribute__((target_clones("avx2", "sse4.1", "default")))
+#else
+#define JOADER_CLONES
+#endif
+
+JOADER_CLONES
+void accumulate_row(int32_t* acc, const uint8_t* src, int32_t w, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += src[i] * w;
+}
+
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
+                   std::vector<uint8_t>& out) {
   const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
   const int64_t ox0 = std::max<int64_t>(0, g.crop_left), ox1 = std::min<int64_t>(W, g.crop_left + crop_w);
   const int64_t oy0 = std::max<int64_t>(0, g.crop_top), oy1 = std::min<int64_t>(H, g.crop_top + crop_h);
@@ -316,7 +335,7 @@ void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int6
   // Horizontal pass over the input rows the window needs.
   std::vector<uint8_t> rows(static_cast<size_t>((row_last - row_first) * nx * 3));
   for (int y = row_first; y < row_last; ++y) {
-    const uint8_t* in = &img.rgb[static_cast<size_t>(y) * img.width * 3];
+    const uint8_t* in = img.rgb + static_cast<size_t>(y) * img.stride;
     uint8_t* dst = &rows[static_cast<size_t>((y - row_first) * nx * 3)];
     for (int64_t i = 0; i < nx; ++i) {
       const int32_t* k = &h.weights[static_cast<size_t>(i * h.ksize)];
@@ -339,8 +358,7 @@ void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int6
     std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
     for (int y = 0; y < v.count[j]; ++y) {
       const uint8_t* src = &rows[static_cast<size_t>((v.first[j] - row_first + y) * nx * 3)];
-      const int32_t w = k[y];
-      for (int64_t i = 0; i < nx * 3; ++i) acc[i] += src[i] * w;
+      accumulate_row(acc.data(), src, k[y], nx * 3);
     }
     uint8_t* dst = &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop_w + (ox0 - g.crop_left)) * 3)];
     for (int64_t i = 0; i < nx * 3; ++i) dst[i] = clip8(acc[i]);

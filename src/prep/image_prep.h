@@ -99,6 +99,16 @@ PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height
 // lies outside the resized image.
 void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out);
 
+// Pixels read in place: `height` rows of `width` RGB pixels, `stride` bytes apart (a window of a
+// larger image, or an image in shared memory).
+struct ImageView {
+  const uint8_t* rgb = nullptr;
+  uint32_t width = 0, height = 0;
+  size_t stride = 0;
+};
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
+                   std::vector<uint8_t>& out);
+
 // raw mode: out = encoded. Decode mode: decode_image, then resize and center crop as
 // prep_geometry says (zero padding where the resized image is smaller than the crop, like
 // CenterCrop) into out, crop×crop×3 bytes of HWC RGB. The resize is PIL's antialiased bilinear

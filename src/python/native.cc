@@ -117,10 +117,12 @@ class PyJob {
         py::gil_scoped_release nogil;
         parallel_for(b.items.size(), threads_, [&](size_t i) {
           const ItemView& it = b.items[i];
-          Image img;
+          ImageView img;  // read in place, in the arena
+          img.rgb = it.data;
           img.width = it.width != 0 ? it.width : shape_[1];
           img.height = it.height != 0 ? it.height : shape_[0];
-          img.rgb.assign(it.data, it.data + it.size);
+          img.stride = size_t{img.width} * 3;
+          if (uint64_t{img.width} * img.height * 3 != it.size) throw ClientError(13, "item size does not match its image");
           const Image out = augment(img, ops_, seed_, b.epoch, it.id);
           std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
         });
