@@ -206,8 +206,8 @@ def plot(rows, path, pipeline="eval"):
     ax2.set_ylabel("CPU ms per delivered image")
     ax2.set_title("CPU per image (lower is better)")
     what = ("Resize(256) -> CenterCrop(224)" if pipeline == "eval"
-            else "RandomResizedCrop(224) -> RandomHorizontalFlip() (decode shared, crops per job)")
-    fig.suptitle(f"2 vCPUs, 500x375 JPEGs -> {what}; medians of paired runs")
+            else "RandomResizedCrop(224) -> RandomHorizontalFlip()\n(decode shared, crops per job)")
+    fig.suptitle(f"2 vCPUs, 500x375 JPEGs -> {what}; medians of paired runs", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
