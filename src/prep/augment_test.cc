@@ -102,6 +102,27 @@ TEST(Augment, ResizeThenCenterCropIsTheDatasetPrepPipeline) {
   EXPECT_EQ(out.rgb, expected);
 }
 
+TEST(Resample, ByColumnsGivesTheSameBytesAsByRows) {
+  const Image img = gradient(173, 121);
+  const ImageView view{img.rgb.data(), img.width, img.height, size_t{img.width} * 3};
+  CounterRng rng(9, 0, 0);
+  for (int n = 0; n < 300; ++n) {
+    const uint32_t w = 1 + rng.below(img.width), h = 1 + rng.below(img.height);
+    const uint32_t left = rng.below(img.width - w + 1), top = rng.below(img.height - h + 1);
+    const ImageView box{view.rgb + size_t(top) * view.stride + size_t(left) * 3, w, h, view.stride};
+    PrepGeometry g;  // shrink and enlarge, to square and to other shapes, whole or a window
+    g.resized_width = 1 + rng.below(300);
+    g.resized_height = 1 + rng.below(300);
+    g.crop_left = int64_t(rng.below(g.resized_width)) - 5;
+    g.crop_top = int64_t(rng.below(g.resized_height)) - 5;
+    const int64_t cw = 1 + rng.below(g.resized_width), ch = 1 + rng.below(g.resized_height);
+    std::vector<uint8_t> by_rows, by_columns;
+    resize_window(box, g, cw, ch, by_rows, HorizontalPass::kByRows);
+    resize_window(box, g, cw, ch, by_columns, HorizontalPass::kByColumns);
+    ASSERT_EQ(by_rows, by_columns) << w << "x" << h << " -> " << g.resized_width << "x" << g.resized_height;
+  }
+}
+
 TEST(Augment, AFlipMirrorsEachRow) {
   const Image img = gradient(9, 4);
   CropBox whole{0, 0, 4, 9};

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -303,7 +304,8 @@ inline uint8_t clip8(int32_t v) {
 }  // namespace
 
 void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out) {
-  resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, crop_w, crop_h, out);
+  resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, crop_w, crop_h, out,
+                HorizontalPass::kByRows);
 }
 
 // The vertical pass is a plain int32 multiply-add over whole rows, which the compiler vectorises;
@@ -320,23 +322,60 @@ void accumulate_row(int32_t* acc, const uint8_t* src, int32_t w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += src[i] * w;
 }
 
-void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
-                   std::vector<uint8_t>& out) {
-  const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
-  const int64_t ox0 = std::max<int64_t>(0, g.crop_left), ox1 = std::min<int64_t>(W, g.crop_left + crop_w);
-  const int64_t oy0 = std::max<int64_t>(0, g.crop_top), oy1 = std::min<int64_t>(H, g.crop_top + crop_h);
-  out.assign(static_cast<size_t>(crop_w * crop_h * 3), 0);
-  if (ox1 <= ox0 || oy1 <= oy0) return;
-  const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
-  const Coefficients h = bilinear_coefficients(img.width, W, ox0, nx);
-  const Coefficients v = bilinear_coefficients(img.height, H, oy0, ny);
-  const int row_first = v.first[0];
-  const int row_last = v.first[ny - 1] + v.count[ny - 1];
-  // Horizontal pass over the input rows the window needs.
-  std::vector<uint8_t> rows(static_cast<size_t>((row_last - row_first) * nx * 3));
+// PIL's clip8 on a fixed-point sum: clamp(v >> 22, 0, 255), written so that it vectorises.
+JOADER_CLONES
+void clip_row(const int32_t* acc, uint8_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t v = acc[i] >> kPrecisionBits;
+    dst[i] = static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+  }
+}
+
+// The horizontal pass, computed on the transposed input so that it becomes the same contiguous
+// multiply-add as the vertical pass: the input columns [x0, x1) of rows [row_first, row_last) are
+// laid out column by column (each column: its rows' RGB in order), every output column is then a
+// sum of whole input columns, and the result is transposed back into rows. Integer arithmetic
+// identical to PIL's, so the bytes are too.
+void horizontal_pass_by_columns(const ImageView& img, const Coefficients& h, int row_first, int row_last, int64_t nx,
+                     uint8_t* rows) {
+  const int x0 = h.first[0], x1 = h.first[nx - 1] + h.count[nx - 1];
+  const size_t column = static_cast<size_t>(row_last - row_first) * 3;  // bytes per transposed column
+  std::vector<uint8_t> columns(static_cast<size_t>(x1 - x0) * column);
+  for (int y = row_first; y < row_last; ++y) {
+    const uint8_t* in = img.rgb + static_cast<size_t>(y) * img.stride + static_cast<size_t>(x0) * 3;
+    uint8_t* dst = columns.data() + static_cast<size_t>(y - row_first) * 3;
+    for (int x = 0; x < x1 - x0; ++x, in += 3, dst += column) {
+      dst[0] = in[0];
+      dst[1] = in[1];
+      dst[2] = in[2];
+    }
+  }
+  std::vector<int32_t> acc(column);
+  std::vector<uint8_t> out_column(column);
+  for (int64_t i = 0; i < nx; ++i) {
+    const int32_t* k = &h.weights[static_cast<size_t>(i * h.ksize)];
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    for (int x = 0; x < h.count[i]; ++x) {
+      accumulate_row(acc.data(), columns.data() + static_cast<size_t>(h.first[i] - x0 + x) * column, k[x],
+                     static_cast<int64_t>(column));
+    }
+    clip_row(acc.data(), out_column.data(), static_cast<int64_t>(column));
+    uint8_t* dst = rows + static_cast<size_t>(i) * 3;
+    const size_t row_bytes = static_cast<size_t>(nx) * 3;
+    for (size_t r = 0; r < column; r += 3, dst += row_bytes) {
+      dst[0] = out_column[r];
+      dst[1] = out_column[r + 1];
+      dst[2] = out_column[r + 2];
+    }
+  }
+}
+
+// The horizontal pass as PIL runs it: row by row, each output pixel a short scalar sum.
+void horizontal_pass_by_rows(const ImageView& img, const Coefficients& h, int row_first, int row_last, int64_t nx,
+                             uint8_t* rows) {
   for (int y = row_first; y < row_last; ++y) {
     const uint8_t* in = img.rgb + static_cast<size_t>(y) * img.stride;
-    uint8_t* dst = &rows[static_cast<size_t>((y - row_first) * nx * 3)];
+    uint8_t* dst = rows + static_cast<size_t>((y - row_first) * nx * 3);
     for (int64_t i = 0; i < nx; ++i) {
       const int32_t* k = &h.weights[static_cast<size_t>(i * h.ksize)];
       const uint8_t* src = in + static_cast<size_t>(h.first[i]) * 3;
@@ -351,6 +390,27 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
       dst[3 * i + 2] = clip8(b);
     }
   }
+}
+
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
+                   std::vector<uint8_t>& out, HorizontalPass pass) {
+  const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
+  const int64_t ox0 = std::max<int64_t>(0, g.crop_left), ox1 = std::min<int64_t>(W, g.crop_left + crop_w);
+  const int64_t oy0 = std::max<int64_t>(0, g.crop_top), oy1 = std::min<int64_t>(H, g.crop_top + crop_h);
+  out.assign(static_cast<size_t>(crop_w * crop_h * 3), 0);
+  if (ox1 <= ox0 || oy1 <= oy0) return;
+  const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
+  const Coefficients h = bilinear_coefficients(img.width, W, ox0, nx);
+  const Coefficients v = bilinear_coefficients(img.height, H, oy0, ny);
+  const int row_first = v.first[0];
+  const int row_last = v.first[ny - 1] + v.count[ny - 1];
+  // Horizontal pass over the input rows the window needs.
+  std::vector<uint8_t> rows(static_cast<size_t>((row_last - row_first) * nx * 3));
+  if (pass == HorizontalPass::kByColumns) {
+    horizontal_pass_by_columns(img, h, row_first, row_last, nx, rows.data());
+  } else {
+    horizontal_pass_by_rows(img, h, row_first, row_last, nx, rows.data());
+  }
   // Vertical pass, straight into the output window.
   std::vector<int32_t> acc(static_cast<size_t>(nx * 3));
   for (int64_t j = 0; j < ny; ++j) {
@@ -361,7 +421,7 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
       accumulate_row(acc.data(), src, k[y], nx * 3);
     }
     uint8_t* dst = &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop_w + (ox0 - g.crop_left)) * 3)];
-    for (int64_t i = 0; i < nx * 3; ++i) dst[i] = clip8(acc[i]);
+    clip_row(acc.data(), dst, nx * 3);
   }
 }
 

@@ -612,7 +612,12 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
   for (const Decision& d : decisions) {
     Job& j = *ds.jobs.at(d.job);
     const bool last = ds.sampler->epoch(d.job) > d.epoch;
-    j.pending.push_back(Entry{d.item, ds.source->item(d.item).label, d.epoch, last});
+    Entry decided;
+    decided.item = d.item;
+    decided.label = ds.source->item(d.item).label;
+    decided.epoch = d.epoch;
+    decided.last_of_epoch = last;
+    j.pending.push_back(std::move(decided));
     Entry* e = &j.pending.back();
     j.credit -= 1.0;
     set_queued(j, j.queued + 1);

@@ -140,10 +140,10 @@ class Engine {
   struct Dataset;
   struct Job;
   struct Entry {
-    ItemId item;
-    int64_t label;
-    uint32_t epoch;
-    bool last_of_epoch;
+    ItemId item = 0;
+    int64_t label = 0;
+    uint32_t epoch = 0;
+    bool last_of_epoch = false;
     enum State { kLoading, kReady, kFailed } state = kLoading;
     std::vector<Extent> extents;  // where its bytes are in the arena (usually one block)
     uint64_t length = 0;

@@ -169,3 +169,21 @@ def test_augmentation_bad_input_is_refused_naming_the_field(client):
         joader.torch.DataLoader("train", batch_size=2, client=client)
     assert client.status()["jobs"] == []  # nothing else disturbed
     assert len(list(joader.Loader("train", batch_size=4, client=client, augment=T.RandomResizedCrop(8)))) == 3
+
+
+def test_an_image_too_large_to_store_at_its_own_size_is_refused_naming_the_file(client, workdir):
+    import struct
+    import zlib
+    folder = os.path.join(workdir, "huge", "class0")
+    os.makedirs(folder)
+    chunk = lambda kind, data: (struct.pack(">I", len(data)) + kind + data
+                                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    with open(os.path.join(folder, "big.png"), "wb") as f:  # a header declaring 9000×9000 pixels
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 9000, 9000, 8, 2, 0, 0, 0))
+                + chunk(b"IEND", b""))
+    with pytest.raises(joader.JoaderError) as e:
+        client.add_dataset("huge", source=f"imagefolder:{os.path.dirname(folder)}")
+    assert e.value.code == 3 and "big.png) would be stored at 9000×9000 pixels" in str(e.value), str(e.value)
+    assert "give the dataset a resize" in str(e.value)
+    info = client.add_dataset("huge", source=f"imagefolder:{os.path.dirname(folder)}", resize=256)
+    assert info["items"] == 1  # resized, it is stored at 256×256
