@@ -33,10 +33,17 @@ def _bilinear(transform, name):
 
 
 def ops_from(augment):
-    """augment (a torchvision transform, a Compose, or a list of them) as op tuples for the native
-    module; [] for None. Raises JoaderError (INVALID_ARGUMENT) naming what it cannot run."""
+    """augment (a torchvision transform, a Compose, or a list of them, nested or not) as op tuples
+    for the native module; [] for None. Raises JoaderError (INVALID_ARGUMENT) naming what it cannot
+    run or what is wrong with the pipeline."""
     if augment is None:
         return []
+    ops = _flatten(augment)
+    _native.check_augment(ops)
+    return ops
+
+
+def _flatten(augment):
     if isinstance(augment, (list, tuple)):
         items = list(augment)
     elif type(augment).__name__ == "Compose":
@@ -47,7 +54,7 @@ def ops_from(augment):
     for t in items:
         name = type(t).__name__
         if name == "Compose" or isinstance(t, (list, tuple)):
-            ops += ops_from(t)
+            ops += _flatten(t)
         elif name == "RandomResizedCrop":
             _bilinear(t, name)
             (s0, s1), (r0, r1) = t.scale, t.ratio
@@ -68,7 +75,6 @@ def ops_from(augment):
         else:
             raise error(INVALID_ARGUMENT, f"augment: Joader cannot run {name} per item; it runs {SUPPORTED}. "
                                           "Apply other transforms per batch (transform=, e.g. normalisation on the GPU)")
-    _native.check_augment(ops)
     return ops
 
 

@@ -221,6 +221,11 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
         spec.resize = op.size;
         spec.crop = 1;
         const PrepGeometry g = prep_geometry(spec, width, height);
+        if (g.resized_width * g.resized_height > spec.max_pixels) {
+          invalid(op, "a " + std::to_string(width) + "×" + std::to_string(height) + " image would become " +
+                          std::to_string(g.resized_width) + "×" + std::to_string(g.resized_height) +
+                          " pixels, more than the limit of " + std::to_string(spec.max_pixels));
+        }
         width = static_cast<uint32_t>(g.resized_width);
         height = static_cast<uint32_t>(g.resized_height);
         break;

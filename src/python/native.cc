@@ -113,20 +113,35 @@ class PyJob {
       const py::ssize_t S = out_size_;
       py::array_t<uint8_t> array({n, S, S, py::ssize_t(3)});
       uint8_t* dst = array.mutable_data();
+      std::string failure;
       {
         py::gil_scoped_release nogil;
-        parallel_for(b.items.size(), threads_, [&](size_t i) {
-          const ItemView& it = b.items[i];
-          ImageView img;  // read in place, in the arena
-          img.rgb = it.data;
-          img.width = it.width != 0 ? it.width : shape_[1];
-          img.height = it.height != 0 ? it.height : shape_[0];
-          img.stride = size_t{img.width} * 3;
-          if (uint64_t{img.width} * img.height * 3 != it.size) throw ClientError(13, "item size does not match its image");
-          const Image out = augment(img, ops_, seed_, b.epoch, it.id);
-          std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
-        });
-        job_->ack(b);
+        try {
+          parallel_for(b.items.size(), threads_, [&](size_t i) {
+            const ItemView& it = b.items[i];
+            try {
+              ImageView img;  // read in place, in the arena
+              img.rgb = it.data;
+              img.width = it.width != 0 ? it.width : shape_[1];
+              img.height = it.height != 0 ? it.height : shape_[0];
+              img.stride = size_t{img.width} * 3;
+              if (uint64_t{img.width} * img.height * 3 != it.size) throw PrepError("its size does not match its image");
+              const Image out = augment(img, ops_, seed_, b.epoch, it.id);
+              std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
+            } catch (const std::exception& e) {
+              throw PrepError("augment: item " + std::to_string(it.id) + ": " + e.what());
+            }
+          });
+        } catch (const std::exception& e) {
+          failure = e.what();
+        }
+        job_->ack(b);  // whatever happened: the batch's items must not stay pinned
+      }
+      if (!failure.empty()) {
+        // The batch is not consumed: the job ends here, and a Loader resumed from its state gets
+        // these items again.
+        close();
+        throw ClientError(15, failure);  // DATA_LOSS, as a corrupt item in the daemon
       }
       data = std::move(array);
     } else if (shape_[0] == 0 && shape_[2] == 3) {  // decoded at each image's own size: one array each

@@ -171,8 +171,9 @@ uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t
     auto [width, height] = ds.source->known_image_size(i);
     if (width == 0) {
       try {
-        // The frame header is usually within the first 64 KiB; large APP segments can push it further.
-        ds.source->read_prefix(i, 64 << 10, head);
+        // The frame header is usually within the first 16 KiB; large APP segments (EXIF
+        // thumbnails, ICC profiles) can push it further, and then the whole file is read.
+        ds.source->read_prefix(i, 16 << 10, head);
         ImageSize size = probe_image(head, ds.prep.max_pixels);
         if (size.width == 0) {
           ds.source->read(i, head);
@@ -217,6 +218,10 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   }
   if (req.on_error() != "" && req.on_error() != "fail" && req.on_error() != "skip") {
     throw EngineError(EngineError::kInvalidArgument, "the on-error mode must be 'fail' or 'skip', not '" + req.on_error() + "'");
+  }
+  if (req.crop() > kMaxAugmentSize || req.resize() > kMaxAugmentSize) {
+    throw EngineError(EngineError::kInvalidArgument, "resize and crop must be at most " +
+                                                         std::to_string(kMaxAugmentSize) + " pixels");
   }
   if (req.raw() && (req.crop() != 0 || req.resize() != 0)) {
     throw EngineError(EngineError::kInvalidArgument, "a raw dataset passes the stored bytes through: it takes no resize or crop");
@@ -338,7 +343,9 @@ void Engine::restore_datasets(const std::function<void(const std::string&, const
       v1::AddDatasetRequest req;
       req.set_protocol_version(kProtocolVersion);
       req.set_name(d.at("name").get<std::string>());
-      req.set_source(d.at("source").get<std::string>());
+      // A relative path was saved by daemons before relative paths were refused: it meant the
+      // daemon's working directory then, as it does now, and is saved back absolute.
+      req.set_source(absolute_source(d.at("source").get<std::string>()));
       req.set_raw(d.at("raw").get<bool>());
       req.set_resize(d.at("resize").get<uint32_t>());
       req.set_crop(d.at("crop").get<uint32_t>());
@@ -590,18 +597,27 @@ void Engine::pace(Dataset& ds, double dt) {
   // before it in this round: checking every job against the total at the start of the round let
   // two jobs each start a batch that only one of them had room for, which over-committed the
   // arena, and then decided items waited for space that pinned items of unfinished batches held.
+  // When the arena has room for fewer new batches than jobs want, the jobs holding the fewest
+  // decided items are admitted first, so that a job that has just been acknowledged down to nothing
+  // is not kept waiting by one that holds several batches already.
+  std::vector<Job*> order;
+  for (auto& [slot, j] : ds.jobs) order.push_back(j);
   for (;;) {
+    std::sort(order.begin(), order.end(), [](const Job* a, const Job* b) {
+      return std::pair(a->queued / a->batch, a->slot) < std::pair(b->queued / b->batch, b->slot);
+    });
     ready.clear();
     bool due = false;
     uint64_t admitted = 0;
-    for (auto& [slot, j] : ds.jobs) {
+    for (Job* j : order) {
       if (j->credit > 0 && can_take(*j, admitted)) {
-        ready.push_back(slot);
+        ready.push_back(j->slot);
         due = due || j->credit >= 1.0;
         if (j->queued % j->batch == 0) admitted += uint64_t{j->batch} * ds.item_bytes;
       }
     }
     if (!due) return;
+    std::sort(ready.begin(), ready.end());
     decide_round(ds, ready);
   }
 }

@@ -176,7 +176,7 @@ class Engine {
   std::shared_ptr<Job> find_job(JobId id);
   v1::DatasetInfo info(const Dataset& ds) const;
   // mu_ held. When options_.check_invariants: the allocator's free bytes equal the cache's
-  // capacity minus its used bytes, every resident key has exactly one arena block, the
+  // capacity minus its used bytes, every cached item has its arena blocks (one entry), the
   // reservations add up and fit in the arena, pinned bytes are resident bytes. Aborts naming
   // `after` (the operation just done) when one does not hold.
   void check_invariants(const char* after) const;

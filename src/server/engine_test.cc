@@ -5,7 +5,6 @@
 #include "server/engine.h"
 
 #include <atomic>
-#include <cstdio>
 #include <functional>
 #include <tuple>
 #include <map>
@@ -359,9 +358,6 @@ TEST(EngineMemory, ImagesOfVeryDifferentSizesNeverWaitOnFragmentation) {
   EXPECT_EQ(s.space_waits(), 0u);
   EXPECT_GT(s.evictions(), 0u) << "the arena never filled: the test shows nothing";
   EXPECT_EQ(s.pinned_bytes(), 0u);
-  std::printf("varied sizes: %llu items checked, %llu loads, %llu evictions, %llu split items\n",
-              (unsigned long long)checked.load(), (unsigned long long)s.loads(), (unsigned long long)s.evictions(),
-              (unsigned long long)s.split_items());
 }
 
 TEST(EngineDatasets, RefusesRelativeSourcePathsWhichWouldBeReadInTheDaemonsDirectory) {

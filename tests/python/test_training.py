@@ -187,3 +187,21 @@ def test_an_image_too_large_to_store_at_its_own_size_is_refused_naming_the_file(
     assert "give the dataset a resize" in str(e.value)
     info = client.add_dataset("huge", source=f"imagefolder:{os.path.dirname(folder)}", resize=256)
     assert info["items"] == 1  # resized, it is stored at 256×256
+
+
+def test_nested_composes_are_one_pipeline(client):
+    client.add_dataset("train", source="synthetic:6:64x48")
+    nested = T.Compose([T.RandomResizedCrop(8), T.Compose([T.RandomHorizontalFlip()])])
+    assert sum(len(b.indices) for b in joader.Loader("train", batch_size=4, client=client, augment=nested)) == 6
+
+
+def test_an_item_that_cannot_be_augmented_ends_the_job_without_consuming_its_batch(client):
+    # Resize(8192) of a 4000×10 image would make 3 276 800 × 8192 pixels: refused when drawn.
+    client.add_dataset("strips", source="synthetic:4:4000x10")
+    loader = joader.Loader("strips", batch_size=2, client=client, augment=[T.Resize(8192), T.CenterCrop(8)])
+    with pytest.raises(joader.JoaderError) as e:
+        list(loader)
+    assert e.value.code == 15 and "augment: item " in str(e.value) and "more than the limit" in str(e.value)
+    assert loader.state_dict()["consumed"] == []
+    status = client.status()
+    assert status["jobs"] == [] and status["pinned_bytes"] == 0
