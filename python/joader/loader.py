@@ -90,6 +90,7 @@ class Loader:
         else:
             self._epoch, self._consumed = 0, []
         self._job = None
+        self._waited = 0.0  # by jobs of this loader that are closed
 
     def __len__(self):
         """Batches per epoch."""
@@ -137,9 +138,18 @@ class Loader:
             state["augment_seed"] = self.augment_seed
         return state
 
+    @property
+    def wait_seconds(self):
+        """Seconds this loader's consumer spent waiting for batches (from asking for the next batch
+        to having it): near 0 when data keeps up with training, growing when training waits on data.
+        The daemon sums the same figure per job (status "wait_seconds", metrics
+        joader_job_wait_seconds_total)."""
+        return self._waited + (self._job.wait_seconds if self._job is not None else 0.0)
+
     def close(self):
         """Ends the job in the daemon now (also when the loader is garbage-collected)."""
         if self._job is not None:
+            self._waited += self._job.wait_seconds
             self._job.close()
             self._job = None
 

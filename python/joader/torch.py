@@ -105,6 +105,7 @@ class DataLoader:
                                  "one size")
         self._state = state
         self._loader = None
+        self._waited = 0.0  # by the per-epoch loaders of a data-parallel job that are closed
         self._epoch = int(state["epoch"]) if state else 0
         if self.world_size == 1:
             self._loader = self._make_loader(self._subset, epochs, state)
@@ -167,6 +168,7 @@ class DataLoader:
             yield self._to_tensors(batch)
         if self.world_size > 1:
             self._loader.close()
+            self._waited += self._loader.wait_seconds
             self._loader, self._state = None, None
             self._epoch += 1
         else:
@@ -183,6 +185,11 @@ class DataLoader:
                 return {"dataset": self.dataset, "epoch": self._epoch + 1, "consumed": [], **extra}
             sd = dict(sd, epoch=self._epoch)
         return {**sd, **extra}
+
+    @property
+    def wait_seconds(self):
+        """Seconds this job's training loop spent waiting for batches (see Loader.wait_seconds)."""
+        return self._waited + (self._loader.wait_seconds if self._loader is not None else 0.0)
 
     def close(self):
         if self._loader is not None:

@@ -18,6 +18,7 @@
 #include "client/report.h"
 #include "common/paths.h"
 #include "server/listener.h"
+#include "server/metrics.h"
 #include "server/service.h"
 
 namespace joader::cli {
@@ -43,7 +44,8 @@ bool socket_is_live(const std::string& path) {
 }
 
 struct ServeOptions {
-  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state, allow_group, data_root;
+  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state, allow_group, data_root,
+      metrics;
   unsigned threads = 0;
 };
 
@@ -90,6 +92,15 @@ int run_serve(const ServeOptions& o) {
     }
     eo.data_root = real;
     std::free(real);
+  }
+  std::optional<std::pair<std::string, int>> metrics_address;
+  if (!o.metrics.empty()) {
+    try {
+      metrics_address = parse_listen_address(o.metrics);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "error: --metrics: {}\n", e.what());
+      return 2;
+    }
   }
   const std::string path = o.socket.empty() ? default_socket_path() : o.socket;
   if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -155,16 +166,35 @@ int run_serve(const ServeOptions& o) {
     unlink(path.c_str());
     return 1;
   }
+  std::unique_ptr<MetricsServer> metrics;
+  if (metrics_address) {
+    try {
+      metrics = std::make_unique<MetricsServer>(*engine, metrics_address->first, metrics_address->second);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "error: --metrics: {}\n", e.what());
+      listener->stop();
+      engine->shutdown();
+      server->Shutdown();
+      unlink(path.c_str());
+      return 1;
+    }
+  }
   listener->start(server.get());
   const v1::StatusReply s = engine->status();
   fmt::print(stderr, "joader: serving on {} (cache {}, {} loader threads, policy {}, sampler {}{}{})\n", path,
              human_bytes(double(s.cache_capacity())), s.loader_threads(), eo.policy, eo.sampler,
              group ? fmt::format(", shared with group {}", *group) : "",
              eo.data_root.empty() ? "" : ", data root " + eo.data_root);
+  if (metrics) {
+    const bool v6 = metrics_address->first.find(':') != std::string::npos;
+    fmt::print(stderr, "joader: metrics on http://{}{}{}:{}/metrics\n", v6 ? "[" : "", metrics_address->first,
+               v6 ? "]" : "", metrics->port());
+  }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   fmt::print(stderr, "joader: {} received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  metrics.reset();
   listener->stop();
   engine->shutdown();  // every job gets "server shutting down"
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -318,6 +348,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Also serve the members of GROUP (name or gid): socket 0660 and arena 0640 for that group");
   cmd->add_option("--data-root", o->data_root,
                   "Serve only files inside DIR (after following symlinks): sources elsewhere are refused");
+  cmd->add_option("--metrics", o->metrics,
+                  "Serve Prometheus metrics on GET /metrics at [HOST:]PORT (default host: 127.0.0.1; off unless given)");
   cmd->add_option("--state", o->state,
                   "File keeping the dataset registrations across restarts (default: SOCKET.datasets.json; 'none': not kept)");
   cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -152,7 +153,10 @@ void Job::close() {
 bool Job::next(Batch* out) {
   if (finished_) return false;
   v1::JobReply reply;
-  if (!stream_->rw->Read(&reply)) {
+  const auto asked = std::chrono::steady_clock::now();
+  const bool got = stream_->rw->Read(&reply);
+  out->wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  if (!got) {
     finished_ = true;
     const grpc::Status s = stream_->rw->Finish();
     throw to_error(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended unexpectedly") : s,
@@ -211,6 +215,8 @@ void Job::ack(const Batch& batch) {
   if (finished_) return;
   v1::JobRequest req;
   req.mutable_ack()->set_seq(batch.seq);
+  req.mutable_ack()->set_wait_seconds(batch.wait_seconds);
+  wait_seconds_ += batch.wait_seconds;
   stream_->rw->Write(req);
 }
 

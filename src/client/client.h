@@ -66,6 +66,7 @@ struct Batch {
   uint32_t epoch = 0;
   bool last_of_epoch = false;
   std::vector<ItemView> items;
+  double wait_seconds = 0;  // how long next() blocked for this batch; reported with its ack
   // Items the daemon had to split between several arena blocks, gathered here (rare: items of
   // different sizes fragmenting the arena); such items' views point into these.
   std::vector<std::vector<uint8_t>> gathered;
@@ -83,8 +84,11 @@ class Job {
   // Blocks for the next batch; false once every epoch was delivered. Throws ClientError (the
   // daemon's message, e.g. a corrupt item or "server shutting down").
   bool next(Batch* out);
-  // Releases the batch's items in the daemon; their bytes may be overwritten afterwards.
+  // Releases the batch's items in the daemon; their bytes may be overwritten afterwards. Reports
+  // how long next() waited for the batch.
   void ack(const Batch& batch);
+  // Seconds spent waiting in next() for the batches acknowledged so far: is training waiting on data?
+  double wait_seconds() const { return wait_seconds_; }
   const v1::Registered& registered() const { return registered_; }
   // Ends the job now (also done by the destructor).
   void close();
@@ -97,6 +101,7 @@ class Job {
   v1::Registered registered_;
   std::shared_ptr<ArenaView> arena_;
   bool finished_ = false;
+  double wait_seconds_ = 0;
 };
 
 class Client {

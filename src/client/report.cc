@@ -28,7 +28,8 @@ nlohmann::json to_json(const v1::StatusReply& s) {
     jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"delivered", j.delivered()},
                     {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
                     {"items_per_second", j.items_per_second()}, {"queued", j.queued()},
-                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()}});
+                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()},
+                    {"wait_seconds", j.wait_seconds()}});
   }
   return {{"loads", s.loads()},
           {"deliveries", s.deliveries()},
@@ -41,6 +42,11 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"pinned_bytes", s.pinned_bytes()},
           {"space_waits", s.space_waits()},
           {"split_items", s.split_items()},
+          {"load_seconds",
+           {{"bounds", std::vector<double>(s.load_seconds().bounds().begin(), s.load_seconds().bounds().end())},
+            {"counts", std::vector<uint64_t>(s.load_seconds().counts().begin(), s.load_seconds().counts().end())},
+            {"sum", s.load_seconds().sum()},
+            {"count", s.load_seconds().count()}}},
           {"policy", s.policy()},
           {"loader_threads", s.loader_threads()},
           {"uptime_seconds", s.uptime_seconds()},

@@ -181,6 +181,8 @@ class PyJob {
     job_->close();
   }
 
+  double wait_seconds() const { return job_->wait_seconds(); }
+
  private:
   std::unique_ptr<Job> job_;
   std::array<uint32_t, 3> shape_;
@@ -261,7 +263,8 @@ PYBIND11_MODULE(_native, m) {
   py::class_<PyJob>(m, "Job")
       .def("next", &PyJob::next)
       .def("close", &PyJob::close)
-      .def_property_readonly("info", &PyJob::info);
+      .def_property_readonly("info", &PyJob::info)
+      .def_property_readonly("wait_seconds", &PyJob::wait_seconds);
 
   py::class_<Client>(m, "Client")
       .def(py::init([](const std::string& socket) { return std::make_unique<Client>(socket); }), py::arg("socket") = "")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +75,7 @@ struct Engine::Job {
   uint64_t queued = 0;                            // pending + sent items
 
   double credit = 0, rate = 0;                    // pacing: items of credit, items/s
+  double wait_seconds = 0;                        // the consumer's waits, from its acks
   uint64_t acked_in_window = 0;
   Clock::time_point window_start = Clock::now();
 
@@ -679,6 +681,7 @@ void Engine::loader_loop() {
     const ItemId item = load.item;
     lk.unlock();
     std::string error;
+    const auto load_start = Clock::now();
     try {
       ds->source->read(item, raw);
       shape = prepare(ds->prep, raw, prepared);
@@ -688,7 +691,11 @@ void Engine::loader_loop() {
         error = "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): " + error;
       }
     }
+    const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
     lk.lock();
+    load_seconds_sum_ += load_seconds;
+    ++load_counts_[std::lower_bound(std::begin(kLoadBounds), std::end(kLoadBounds), load_seconds) -
+                   std::begin(kLoadBounds)];
     const uint64_t size = prepared.size();
     const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
     if (error.empty() && rsize > ds->item_bytes) {  // the reservations would not cover it
@@ -881,9 +888,10 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
   }
 }
 
-void Engine::ack(JobId id, uint64_t seq) {
+void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
   std::lock_guard lk(mu_);
   std::shared_ptr<Job> job = find_job(id);
+  if (std::isfinite(wait_seconds) && wait_seconds > 0) job->wait_seconds += wait_seconds;
   auto it = job->sent.find(seq);
   if (it == job->sent.end()) {
     throw EngineError(EngineError::kInvalidArgument, "acknowledgement of unknown batch " + std::to_string(seq));
@@ -949,6 +957,15 @@ v1::StatusReply Engine::status() {
   out.set_skipped(n_skipped_);
   out.set_space_waits(n_space_waits_);
   out.set_split_items(n_split_items_);
+  v1::LoadHistogram* h = out.mutable_load_seconds();
+  uint64_t loads_timed = 0;
+  for (double b : kLoadBounds) h->add_bounds(b);
+  for (uint64_t c : load_counts_) {
+    h->add_counts(c);
+    loads_timed += c;
+  }
+  h->set_sum(load_seconds_sum_);
+  h->set_count(loads_timed);
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_policy(options_.policy);
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
@@ -966,6 +983,7 @@ v1::StatusReply Engine::status() {
     s->set_batch_size(j->batch);
     s->set_epochs(j->epochs);
     s->set_augment(j->augment);
+    s->set_wait_seconds(j->wait_seconds);
   }
   return out;
 }

@@ -130,7 +130,8 @@ class Engine {
   // Blocks for the job's next batch. Returns false once the job has delivered its last epoch and
   // every batch is acknowledged; throws EngineError if the job failed (bad item, shutdown).
   bool next_batch(JobId job, BatchOut* out);
-  void ack(JobId job, uint64_t seq);
+  // wait_seconds: how long the client waited for that batch (summed per job for status).
+  void ack(JobId job, uint64_t seq, double wait_seconds = 0);
   // Ends the job now: its pins, queue and sampler bit are released at once. Idempotent.
   void close_job(JobId job);
   // Fails every job with "server shutting down" and stops the threads.
@@ -209,6 +210,12 @@ class Engine {
   std::deque<CacheKey> tasks_;
   uint64_t reserved_bytes_ = 0;
   uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0, n_split_items_ = 0;
+  // Seconds to read and prepare each load (kLoadBounds[i] is the upper bound of bucket i; one more
+  // bucket for the rest).
+  static constexpr double kLoadBounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                           0.1,    0.25,  0.5,   1,     2.5,  5,    10};
+  uint64_t load_counts_[std::size(kLoadBounds) + 1] = {};
+  double load_seconds_sum_ = 0;
 
   std::thread dispatcher_;
   std::vector<std::thread> loaders_;

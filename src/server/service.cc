@@ -98,7 +98,7 @@ grpc::Status JoaderService::Job(grpc::ServerContext* ctx, grpc::ServerReaderWrit
     while (stream->Read(&msg)) {
       if (!msg.has_ack()) continue;
       try {
-        engine_.ack(id, msg.ack().seq());
+        engine_.ack(id, msg.ack().seq(), msg.ack().wait_seconds());
       } catch (const std::exception&) {
         // an unknown sequence number (the batch was already released): nothing to undo
       }

@@ -1,0 +1,90 @@
+"""Operating the daemon: Prometheus metrics, "is my training waiting on data?", `joader top`."""
+import os
+import pty
+import select
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import joader
+from conftest import JOADER, Daemon
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return {f.name: f for f in text_string_to_metric_families(text)}, text
+
+
+def value(families, name, **labels):
+    for family in families.values():
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    raise KeyError(f"{name} {labels}")
+
+
+def test_metrics_agree_with_status_and_report_the_jobs_waits(workdir):
+    port = free_port()
+    daemon = Daemon(workdir, extra=("--metrics", f"127.0.0.1:{port}"))
+    try:
+        client = joader.Client(daemon.socket)
+        client.add_dataset("s", source="synthetic:120:48x40", crop=16)
+        loader = joader.Loader("s", name="trainer", batch_size=10, epochs=2, client=client)
+        batches = iter(loader)
+        for _ in range(6):
+            next(batches)
+            time.sleep(0.01)  # "training"
+        for _ in range(50):  # the last ack travels on its own: wait until the daemon has it
+            jobs = {j["name"]: j for j in client.status()["jobs"]}
+            if abs(jobs["trainer"]["wait_seconds"] - loader.wait_seconds) < 1e-9:
+                break
+            time.sleep(0.02)
+        assert loader.wait_seconds > 0
+        assert jobs["trainer"]["wait_seconds"] == pytest.approx(loader.wait_seconds, abs=1e-9)
+        families, text = scrape(port)
+        assert value(families, "joader_job_wait_seconds_total", dataset="s", job="trainer") == pytest.approx(
+            loader.wait_seconds, abs=1e-9)
+        for _ in batches:
+            pass
+        loader.close()
+        status = client.status()
+        families, text = scrape(port)
+        for metric, field in [("joader_loads_total", "loads"), ("joader_deliveries_total", "deliveries"),
+                              ("joader_cache_hits_total", "hits"), ("joader_evictions_total", "evictions"),
+                              ("joader_cache_bytes", "cache_bytes"), ("joader_cache_capacity_bytes", "cache_capacity"),
+                              ("joader_pinned_bytes", "pinned_bytes"), ("joader_space_waits_total", "space_waits"),
+                              ("joader_split_items_total", "split_items")]:
+            assert value(families, metric) == status[field], metric
+        assert value(families, "joader_jobs") == len(status["jobs"]) == 0
+        assert value(families, "joader_skipped_items_total", dataset="s") == 0
+        assert value(families, "joader_load_seconds_count") == status["loads"] == status["load_seconds"]["count"]
+        assert value(families, "joader_load_seconds_bucket", le="+Inf") == status["loads"]
+        assert families["joader_load_seconds"].type == "histogram"
+        for name in ("joader_loads_total", "joader_deliveries_total", "joader_job_delivered_items_total",
+                     "joader_job_wait_seconds_total"):
+            assert f"# TYPE {name} counter" in text
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=10)
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_metrics_are_off_by_default_and_a_bad_address_is_refused(workdir):
+    r = subprocess.run([JOADER, "serve", "--socket", os.path.join(workdir, "x.sock"), "--metrics", "localhost:http"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "error: --metrics: expected PORT or HOST:PORT" in r.stderr
+    daemon = Daemon(workdir)
+    try:
+        assert "metrics" not in open(daemon.log_path).read()
+    finally:
+        daemon.stop()
