@@ -6,6 +6,7 @@
 
 #include "cli/daemon_commands.h"
 #include "cli/simulate_command.h"
+#include "cli/top_command.h"
 
 namespace {
 
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   joader::cli::add_serve_command(app, exit_code);
   joader::cli::add_dataset_command(app, exit_code);
   joader::cli::add_status_command(app, exit_code);
+  joader::cli::add_top_command(app, exit_code);
   joader::cli::add_simulate_command(app, exit_code);
   joader::cli::add_demo_command(app, exit_code);
   if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {

@@ -88,3 +88,56 @@ def test_metrics_are_off_by_default_and_a_bad_address_is_refused(workdir):
         assert "metrics" not in open(daemon.log_path).read()
     finally:
         daemon.stop()
+
+
+def run_top_in_a_terminal(daemon, key=None, sig=None):
+    """Runs `joader top` under a pseudo-terminal until it has drawn twice, then presses `key` or
+    sends `sig`; returns (exit status, everything it drew)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(JOADER, [JOADER, "top", "--socket", daemon.socket, "--interval", "0.2"])
+    screen, deadline = b"", time.monotonic() + 20
+    while screen.count(b"joader top") < 2 and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            try:
+                screen += os.read(fd, 65536)
+            except OSError:
+                break
+    if key is not None:
+        os.write(fd, key)
+    else:
+        os.kill(pid, sig)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                screen += os.read(fd, 65536)
+            except OSError:
+                pass
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("joader top did not exit")
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
+
+
+def test_top_shows_jobs_cache_and_sharing_live_and_quits_on_q_or_ctrl_c(client, daemon):
+    client.add_dataset("s", source="synthetic:400:48x40", crop=16)
+    loader = joader.Loader("s", name="watched-job", batch_size=10, epochs=None, client=client)
+    batches = iter(loader)
+    next(batches)
+    code, screen = run_top_in_a_terminal(daemon, key=b"q")
+    assert code == 0
+    for text in ("joader top", "L/D", "hit rate", "cache", "JOB", "EPOCH PROGRESS", "ITEMS/S", "WAIT%",
+                 "watched-job", "/400"):
+        assert text in screen, text
+    assert "\x1b[?25h" in screen  # the cursor is given back
+    code, screen = run_top_in_a_terminal(daemon, sig=2)  # Ctrl-C
+    assert code == 0 and "\x1b[?25h" in screen
+    loader.close()
+    once = subprocess.run([JOADER, "top", "--once", "--socket", daemon.socket], capture_output=True, text=True)
+    assert once.returncode == 0 and "(no jobs)" in once.stdout and "\x1b" not in once.stdout
