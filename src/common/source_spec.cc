@@ -8,7 +8,7 @@ std::optional<std::string> source_path(const std::string& spec) {
   const size_t colon = spec.find(':');
   if (colon == std::string::npos) return std::nullopt;
   const std::string kind = spec.substr(0, colon);
-  if (kind != "imagefolder" && kind != "filelist" && kind != "lmdb") return std::nullopt;
+  if (kind != "imagefolder" && kind != "filelist" && kind != "lmdb" && kind != "tar") return std::nullopt;
   return spec.substr(colon + 1);
 }
 

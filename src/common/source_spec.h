@@ -8,7 +8,7 @@
 
 namespace joader {
 
-// The path of a spec whose kind names a file or folder (imagefolder, filelist, lmdb);
+// The path of a spec whose kind names a file or folder (imagefolder, filelist, lmdb, tar: a glob);
 // nullopt for other kinds (synthetic) and for specs without a colon.
 std::optional<std::string> source_path(const std::string& spec);
 

@@ -11,6 +11,11 @@
 //                     value is an 8-byte little-endian int64 label followed by the encoded image.
 //                     Records are indexed once, at open: the environment should not change
 //                     while it is open.
+//   tar:GLOB          WebDataset shards (the files GLOB matches, sorted): each sample with a .jpg,
+//                     .jpeg or .png member, in shard order, labelled by its .cls member (-1 without);
+//                     indexed once with libarchive into (shard, offset, size), read by offset.
+//                     Damaged headers, truncated members and compressed shards are errors naming
+//                     the shard and the member.
 //   synthetic:N[:WxH] N (at most 2^24) generated JPEGs, W and H at most 8192 (default 256x256, quality 90), label id % 10, classes
 //                     "class0".."class9"; image id is synthetic_jpeg(id, W, H), made on each read.
 #pragma once
