@@ -403,10 +403,10 @@ TEST(SyntheticSource, RejectsBadSpecs) {
 TEST(OpenSource, RejectsUnknownKinds) {
   EXPECT_EQ(
       source_error("nfs:/x"),
-      "unknown source kind 'nfs' in 'nfs:/x' (expected imagefolder, filelist, lmdb or synthetic)");
+      "unknown source kind 'nfs' in 'nfs:/x' (expected imagefolder, filelist, lmdb, tar or synthetic)");
   EXPECT_EQ(
       source_error("/data/train"),
-      "source '/data/train' is not KIND:ARG, with KIND imagefolder, filelist, lmdb or synthetic");
+      "source '/data/train' is not KIND:ARG, with KIND imagefolder, filelist, lmdb, tar or synthetic");
 }
 
 }  // namespace

@@ -14,6 +14,16 @@ import joader
 from conftest import JOADER, Daemon
 
 
+def wait_until_no_jobs(client):
+    """A closed job is released when its cancelled stream reaches the daemon: a moment later."""
+    for _ in range(250):
+        status = client.status()
+        if not status["jobs"]:
+            return status
+        time.sleep(0.02)
+    raise AssertionError(f"jobs still registered: {status['jobs']}")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,7 +67,7 @@ def test_metrics_agree_with_status_and_report_the_jobs_waits(workdir):
         for _ in batches:
             pass
         loader.close()
-        status = client.status()
+        status = wait_until_no_jobs(client)
         families, text = scrape(port)
         for metric, field in [("joader_loads_total", "loads"), ("joader_deliveries_total", "deliveries"),
                               ("joader_cache_hits_total", "hits"), ("joader_evictions_total", "evictions"),
@@ -139,5 +149,6 @@ def test_top_shows_jobs_cache_and_sharing_live_and_quits_on_q_or_ctrl_c(client, 
     code, screen = run_top_in_a_terminal(daemon, sig=2)  # Ctrl-C
     assert code == 0 and "\x1b[?25h" in screen
     loader.close()
+    wait_until_no_jobs(client)
     once = subprocess.run([JOADER, "top", "--once", "--socket", daemon.socket], capture_output=True, text=True)
     assert once.returncode == 0 and "(no jobs)" in once.stdout and "\x1b" not in once.stdout
