@@ -32,9 +32,15 @@ std::string errno_text(int error) { return std::generic_category().message(error
 
 class UniqueFd {
  public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
   UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&&) = delete;
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
   ~UniqueFd() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -92,12 +98,11 @@ void check_confined(const std::string& what, const std::string& path, const std:
     throw SourceError(what + ": " + path + " resolves to " + real + ", outside the daemon's data root " + root);
 }
 
-// Replaces out with the whole file; returns 0, or an errno value with `step` naming what failed.
+// Opens `path` read-only into fd; returns 0, or an errno value with `step` naming what failed.
 // With a root, a file whose resolved path (after every symlink, checked on the open descriptor,
 // so a link swapped after indexing cannot escape) lies outside it fails with EACCES.
-int read_whole_file(const std::string& path, std::vector<uint8_t>& out, const char*& step,
-                    const std::string& root = "", size_t limit = SIZE_MAX) {
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+int open_confined(const std::string& path, const std::string& root, UniqueFd& fd, const char*& step) {
+  fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     step = "cannot open";
     return errno;
@@ -106,57 +111,53 @@ int read_whole_file(const std::string& path, std::vector<uint8_t>& out, const ch
     step = "outside the daemon's data root";
     return EACCES;
   }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    step = "cannot stat";
-    return errno;
-  }
-  out.resize(std::min(static_cast<size_t>(st.st_size), limit));
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n =
-        ::pread(fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      step = "read failed";
-      return errno;
-    }
-    if (n == 0) break;  // the file shrank since fstat
-    done += static_cast<size_t>(n);
-  }
-  out.resize(done);
   return 0;
 }
 
-// Replaces out with `size` bytes at `offset` of the file (confined to root as read_whole_file);
-// returns 0, or an errno value with `step` naming what failed (EIO: the file is shorter).
-int read_file_range(const std::string& path, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
-                    const char*& step, const std::string& root) {
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    step = "cannot open";
-    return errno;
-  }
-  if (!root.empty() && !inside(fd_path(fd.get()), root)) {
-    step = "outside the daemon's data root";
-    return EACCES;
-  }
-  out.resize(static_cast<size_t>(size));
+// Reads out.size() bytes at `offset` of fd into out; returns 0, or an errno value with `step`
+// naming what failed. A file that ends first: out is cut to what was there, or, with
+// `must_fill`, EIO ("shorter than when it was indexed").
+int read_at(int fd, uint64_t offset, std::vector<uint8_t>& out, bool must_fill, const char*& step) {
   size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = ::pread(fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       step = "read failed";
       return errno;
     }
     if (n == 0) {
-      step = "the shard is shorter than when it was indexed";
+      if (!must_fill) break;  // the file shrank since fstat
+      step = "the file is shorter than when it was indexed";
       return EIO;
     }
     done += static_cast<size_t>(n);
   }
+  out.resize(done);
   return 0;
+}
+
+// Replaces out with the whole file (at most `limit` bytes), confined to root as open_confined.
+int read_whole_file(const std::string& path, std::vector<uint8_t>& out, const char*& step,
+                    const std::string& root = "", size_t limit = SIZE_MAX) {
+  UniqueFd fd;
+  if (const int error = open_confined(path, root, fd, step)) return error;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    step = "cannot stat";
+    return errno;
+  }
+  out.resize(std::min(static_cast<size_t>(st.st_size), limit));
+  return read_at(fd.get(), 0, out, false, step);
+}
+
+// Replaces out with `size` bytes at `offset` of the file, confined to root as open_confined.
+int read_file_range(const std::string& path, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
+                    const char*& step, const std::string& root) {
+  UniqueFd fd;
+  if (const int error = open_confined(path, root, fd, step)) return error;
+  out.resize(static_cast<size_t>(size));
+  return read_at(fd.get(), offset, out, true, step);
 }
 
 // What every kind shares: the item table, the class names and the description.
