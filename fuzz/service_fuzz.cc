@@ -214,18 +214,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         req.set_name(dataset_name(in));
         if (req.name() == "base") break;
         grpc::ClientContext ctx;
+        set_deadline(ctx, 5000);
         joader::v1::RemoveDatasetReply reply;
         daemon().stub->RemoveDataset(&ctx, req, &reply);
         break;
       }
       case 2: {
         grpc::ClientContext ctx;
+        set_deadline(ctx, 5000);
         joader::v1::StatusReply reply;
         daemon().stub->Status(&ctx, joader::v1::StatusRequest(), &reply);
         break;
       }
       case 3: {
         grpc::ClientContext ctx;
+        set_deadline(ctx, 5000);
         joader::v1::ListDatasetsReply reply;
         daemon().stub->ListDatasets(&ctx, joader::v1::ListDatasetsRequest(), &reply);
         break;

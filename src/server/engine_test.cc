@@ -4,10 +4,12 @@
 // Debian's uninstrumented gRPC cannot hide a race.
 #include "server/engine.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <tuple>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <queue>
 #include <random>
@@ -150,18 +152,28 @@ TEST(EngineConcurrency, ShutdownWakesEveryWaitingJobWithServerShuttingDown) {
   for (int j = 0; j < 3; ++j) {
     jobs.emplace_back([&] {
       v1::Registered reply;
-      const Engine::JobId id = engine.open_job(job_request("main", 10, 0, 1), &reply);
+      std::optional<Engine::JobId> id;
       BatchOut b;
       try {
-        while (engine.next_batch(id, &b)) {
+        id = engine.open_job(job_request("main", 10, 0, 1), &reply);
+        while (engine.next_batch(*id, &b)) {
         }  // never acknowledged: the job stalls once its prefetch is delivered
       } catch (const EngineError& e) {
         if (std::string(e.what()) == "server shutting down") ++told;
       }
-      engine.close_job(id);
+      if (id) engine.close_job(*id);
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Wait for the state, not for time: all three jobs registered and stalled on a full queue.
+  for (;;) {
+    const v1::StatusReply s = engine.status();
+    if (s.jobs_size() == 3 && std::all_of(s.jobs().begin(), s.jobs().end(), [](const v1::JobStatus& j) {
+          return j.queued() == 10 && j.delivered() == 10;
+        })) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   engine.shutdown();
   for (auto& t : jobs) t.join();
   EXPECT_EQ(told, 3);

@@ -66,14 +66,25 @@ TEST(Simulator, AJobStoppedMidEpochLeavesItsPartialEpoch) {
 }
 
 TEST(Simulator, BeladyIsNeverWorseThanTheOnlinePolicies) {
-  Scenario sc = parse_scenario(R"({"universe": 3000, "cache_items": 300, "epochs": 2, "seed": 3, "jobs": [
-    {"subset": {"sample": 2000, "seed": 1}}, {"subset": {"sample": 2000, "seed": 2}, "start": 500},
-    {"subset": {"sample": 2000, "seed": 3}, "start": 1000, "speed": 1.5}]})");
-  sc.policy = "belady";
-  const uint64_t belady = simulate(sc).loads;
-  for (const char* p : {"refcnt", "lru", "fifo", "rate"}) {
-    sc.policy = p;
-    EXPECT_LE(belady, simulate(sc).loads) << p;
+  // Several seeds, samplers, cache sizes and job mixes: the offline optimum must win each time.
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    for (const char* sampler : {"dsa", "independent"}) {
+      for (int cache : {100, 300, 900}) {
+        Scenario sc = parse_scenario(R"({"universe": 3000, "epochs": 2, "jobs": [
+          {"subset": {"sample": 2000, "seed": 1}}, {"subset": {"sample": 2000, "seed": 2}, "start": 500},
+          {"subset": {"sample": 2000, "seed": 3}, "start": 1000, "speed": 1.5},
+          {"subset": {"range": [0, 1500]}, "start": 200, "speed": 0.7}]})");
+        sc.seed = seed;
+        sc.sampler = sampler;
+        sc.cache_items = cache;
+        sc.policy = "belady";
+        const uint64_t belady = simulate(sc).loads;
+        for (const char* p : {"refcnt", "lru", "fifo", "rate"}) {
+          sc.policy = p;
+          EXPECT_LE(belady, simulate(sc).loads) << p << " seed " << seed << " " << sampler << " cache " << cache;
+        }
+      }
+    }
   }
 }
 

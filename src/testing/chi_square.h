@@ -9,12 +9,15 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace joader::testing {
 
-// P(χ²_df ≥ x).
+// P(χ²_df ≥ x). A statistic that is not a number (0/0 from empty cells) throws.
 inline double chi_square_pvalue(double x, int df) {
+  if (std::isnan(x) || df < 1) throw std::invalid_argument("chi_square_pvalue: statistic or df undefined");
   if (x <= 0) return 1.0;
   const double half = x / 2;
   std::vector<double> log_terms;
@@ -44,10 +47,15 @@ struct ChiSquare {
   double pvalue;
 };
 
-// Goodness of fit of `counts` to equal cell probabilities.
+// Goodness of fit of `counts` to equal cell probabilities. An empty sample (no cell, or all zero)
+// throws std::invalid_argument: it would give 0/0 and a p-value of 1, a test that cannot fail.
 inline ChiSquare chi_square_uniform(const std::vector<uint64_t>& counts) {
   double total = 0;
   for (uint64_t c : counts) total += double(c);
+  if (counts.size() < 2 || total <= 0) {
+    throw std::invalid_argument("chi_square_uniform: an empty sample (" + std::to_string(counts.size()) +
+                                " cells, " + std::to_string(uint64_t(total)) + " observations) tests nothing");
+  }
   const double expected = total / double(counts.size());
   double stat = 0;
   for (uint64_t c : counts) stat += (double(c) - expected) * (double(c) - expected) / expected;

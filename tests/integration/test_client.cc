@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("--stop-after", stop_after, "exit (without closing) after this many batches");
   app.add_option("--resume-epoch", resume_epoch);
   app.add_option("--resume-consumed", consumed, "a,b,c consumed in --resume-epoch");
+  std::string start_gate;
+  app.add_option("--start-gate", start_gate, "register only once this file exists (jobs that start together)");
   CLI11_PARSE(app, argc, argv);
   if (!ids.empty()) o.ids = parse_ids(ids);
   if (!consumed.empty() || resume_epoch > 0) {
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<double> jitter(0, jitter_ms);
   std::vector<uint8_t> bytes, expected;
   uint32_t batches = 0;
+  while (!start_gate.empty() && access(start_gate.c_str(), F_OK) != 0) usleep(200);
   try {
     joader::Client client(socket);
     auto job = client.open_job(o);

@@ -61,8 +61,13 @@ def test_equal_speed_jobs_with_jitter_share_loads_like_the_simulator(daemon_fact
     # control that shows the check can fail.
     daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler))
     add_synthetic(daemon, source="synthetic:2000:40x36")
-    procs = [daemon.client("synth", "--batch", "16", "--epochs", "1", "--delay-ms", "4", "--jitter-ms", "4")
-             for _ in range(3)]
+    # The three clients start together (a gate file), as the simulated jobs do: process start-up on
+    # a loaded machine would otherwise skew their starts by hundreds of items.
+    gate = os.path.join(workdir, f"gate-{sampler}")
+    procs = [daemon.client("synth", "--batch", "16", "--epochs", "1", "--delay-ms", "4", "--jitter-ms", "4",
+                           "--start-gate", gate) for _ in range(3)]
+    time.sleep(0.5)
+    open(gate, "w").close()
     for proc in procs:
         code, epochs, err = received(proc, timeout=120)
         assert code == 0, err
@@ -136,7 +141,9 @@ def test_a_second_daemon_on_a_live_socket_is_refused(daemon):
 
 def test_socket_and_arena_are_private(daemon):
     assert os.stat(daemon.socket).st_mode & 0o777 == 0o600
-    for arena in glob.glob(f"/dev/shm/joader-{os.getuid()}-{daemon.proc.pid}-*"):
+    arenas = glob.glob(f"/dev/shm/joader-{os.getuid()}-{daemon.proc.pid}-*")
+    assert len(arenas) == 1, arenas  # an empty glob would check nothing
+    for arena in arenas:
         assert os.stat(arena).st_mode & 0o777 == 0o600
 
 

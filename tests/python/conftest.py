@@ -28,7 +28,10 @@ def workdir():
 def daemon(workdir):
     d = Daemon(workdir)
     yield d
-    d.stop()
+    if d.proc.poll() is None:
+        code = d.stop()
+        assert code == 0, f"the daemon exited with {code} on SIGTERM:\n{d.output()[-3000:]}"
+
 
 
 @pytest.fixture

@@ -202,16 +202,16 @@ def test_a_short_training_loop_reduces_the_loss(client, workdir):
 
 def test_a_pass_interrupted_by_break_continues_where_it_stopped(client):
     client.add_dataset("synth", source="synthetic:40:16x16", crop=8)
-    dl = joader.torch.DataLoader("synth", batch_size=10, epochs=2, client=client, layout="NHWC")
+    dl = joader.torch.DataLoader("synth", batch_size=10, epochs=2, client=client, layout="NHWC", with_indices=True)
     first = []
-    for images, labels in dl:
-        first.append(labels)
+    for images, labels, ids in dl:
+        first += ids.tolist()
         break
     state = dl.state_dict()
-    assert state["epoch"] == 0 and len(state["consumed"]) == 10
-    rest = [labels for _, labels in dl]
-    assert len(rest) == 3  # the rest of epoch 0
-    assert len([1 for _ in dl]) == 4  # epoch 1
+    assert state["epoch"] == 0 and sorted(state["consumed"]) == sorted(first) and len(first) == 10
+    rest = [i for _, _, ids in dl for i in ids.tolist()]
+    assert sorted(first + rest) == list(range(40))  # the rest of epoch 0: nothing lost, nothing repeated
+    assert sorted(i for _, _, ids in dl for i in ids.tolist()) == list(range(40))  # epoch 1, whole
     assert list(dl) == []  # epochs exhausted
 
 
