@@ -36,7 +36,10 @@ int main(int argc, char** argv) {
     auto job = client.open_job(o);
     joader::Batch b;
     while (job->next(&b)) {
-      if (!measuring && b.epoch >= warmup) {  // the clock starts with the first measured batch
+      // The clock starts when the first measured batch has arrived, so that batch's items, whose
+      // wait lies before the window, are not counted: the window holds exactly the items it counts.
+      const bool first_measured = !measuring && b.epoch >= warmup;
+      if (first_measured) {
         measuring = true;
         start = Clock::now();
       }
@@ -49,7 +52,7 @@ int main(int argc, char** argv) {
         dst += it.size;
       }
       job->ack(b);
-      if (measuring) {
+      if (measuring && !first_measured) {
         items += b.items.size();
         bytes += total;
       }

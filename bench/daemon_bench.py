@@ -72,7 +72,10 @@ def sharing(tmp, items, threads):
 
 def private(tmp, items, threads):
     """The same 4 jobs, each with its own daemon: nothing shared."""
-    daemons = [Daemon(tmp, "--cache-size", "64MiB", "--threads", str(max(1, threads // 4)), name=f"private{i}")
+    # The same loader threads in total as the shared daemon: threads // 4 each, the remainder to the
+    # first ones (with fewer than 4 threads each private daemon still needs one).
+    shares = [max(1, threads // 4 + (1 if i < threads % 4 else 0)) for i in range(4)]
+    daemons = [Daemon(tmp, "--cache-size", "64MiB", "--threads", str(shares[i]), name=f"private{i}")
                for i in range(4)]
     try:
         for d in daemons:

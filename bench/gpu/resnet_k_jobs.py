@@ -6,7 +6,7 @@ k torch.utils.data.DataLoaders. Reports images/s per job and the GPU's mean util
 
 Each side runs the k trainings concurrently for --steps steps of --batch-size after --warmup
 steps (cuDNN autotuning, first loads); throughput is measured between warm-up and the end, per
-job. GPU utilisation is sampled with nvidia-smi every 200 ms while the jobs run. The baseline's
+job, and for all jobs together over the window in which all were measuring. GPU utilisation is sampled with nvidia-smi every 200 ms while the jobs run. The baseline's
 DataLoaders get cores/k workers each; the daemon gets as many loader threads in total. Without a
 GPU, --device cpu --steps 2 checks that the script works.
 """
@@ -60,13 +60,16 @@ while step < total:
             if device.type == "cuda":
                 torch.cuda.synchronize()
             start = time.monotonic()
+            progress = [(start, 0)]
         elif step > args["warmup"]:
             seen += len(labels)
+            progress.append((time.monotonic(), seen))  # after the step's work was queued
         if step >= total:
             break
 if device.type == "cuda":
     torch.cuda.synchronize()
-print(json.dumps({"images_per_s": seen / (time.monotonic() - start)}))
+progress.append((time.monotonic(), seen))
+print(json.dumps({"images_per_s": seen / (time.monotonic() - start), "progress": progress}))
 '''
 
 
@@ -87,6 +90,23 @@ class GpuSampler:
         return statistics.mean(values) if values else None
 
 
+def common_window_rate(outs):
+    """Aggregate images/s over the window in which every job was measuring (from the last job's
+    end of warm-up to the first job's end): per-job rates over different windows do not add up."""
+    t0 = max(o["progress"][0][0] for o in outs)
+    t1 = min(o["progress"][-1][0] for o in outs)
+    if t1 <= t0:
+        return None  # the jobs never ran together
+
+    def seen_at(progress, t):  # images done by time t, linear between samples
+        for (ta, na), (tb, nb) in zip(progress, progress[1:]):
+            if ta <= t <= tb:
+                return na + (nb - na) * ((t - ta) / (tb - ta) if tb > ta else 1.0)
+        return progress[-1][1] if t >= progress[-1][0] else 0.0
+
+    return sum(seen_at(o["progress"], t1) - seen_at(o["progress"], t0) for o in outs) / (t1 - t0)
+
+
 def run_side(loader, args, build, data, tmp):
     daemon = None
     common = dict(device=args.device, batch=args.batch_size, steps=args.steps, warmup=args.warmup, data=data,
@@ -101,13 +121,13 @@ def run_side(loader, args, build, data, tmp):
         gpu = GpuSampler()
         procs = [subprocess.Popen(["/usr/bin/python3", "-c", TRAIN, json.dumps(common)], stdout=subprocess.PIPE,
                                   text=True) for _ in range(args.k)]
-        rates = [json.loads(p.communicate()[0])["images_per_s"] for p in procs]
+        outs = [json.loads(p.communicate()[0]) for p in procs]
         util = gpu.stop()
         status = None
         if daemon is not None:
             status = daemon.status()
-        return {"per_job": rates, "aggregate": sum(rates), "gpu_util": util,
-                "ld_ratio": status["ld_ratio"] if status else None}
+        return {"per_job": [o["images_per_s"] for o in outs], "aggregate": common_window_rate(outs),
+                "gpu_util": util, "ld_ratio": status["ld_ratio"] if status else None}
     finally:
         if daemon is not None:
             daemon.stop()
@@ -134,8 +154,9 @@ def main():
         results = {side: run_side(side, args, build, data, tmp) for side in ("torch", "joader")}
     for side, r in results.items():
         util = "n/a" if r["gpu_util"] is None else f"{r['gpu_util']:.0f} %"
+        aggregate = "n/a (the jobs never ran together)" if r["aggregate"] is None else f"{r['aggregate']:.0f}"
         print(f"{side:>6}: {args.k} jobs, images/s per job {', '.join(f'{x:.0f}' for x in r['per_job'])}, "
-              f"aggregate {r['aggregate']:.0f}, GPU utilisation {util}, L/D {r['ld_ratio']}")
+              f"aggregate over the common window {aggregate}, GPU utilisation {util}, L/D {r['ld_ratio']}")
     print(json.dumps(results))
 
 

@@ -47,6 +47,7 @@ struct ServeOptions {
   std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state, allow_group, data_root,
       metrics;
   unsigned threads = 0;
+  std::optional<uint64_t> seed;
 };
 
 int run_serve(const ServeOptions& o) {
@@ -68,10 +69,11 @@ int run_serve(const ServeOptions& o) {
     fmt::print(stderr, "error: --policy belady needs the future: it exists only in `joader simulate`\n");
     return 2;
   }
-  if (eo.sampler != "dsa" && eo.sampler != "independent") {
+  if (eo.sampler != "dsa" && eo.sampler != "independent" && eo.sampler != "biased-dsa") {
     fmt::print(stderr, "error: --sampler must be dsa or independent (lockstep exists only in `joader simulate`)\n");
     return 2;
   }
+  eo.seed = o.seed;
   std::optional<gid_t> group;
   if (!o.allow_group.empty()) {
     try {
@@ -343,7 +345,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cache-size", o->cache_size, "Shared-memory cache size, e.g. 512MiB, 2GiB")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Loader threads that read and prepare items (default: one per core)");
   cmd->add_option("--policy", o->policy, "Cache policy: refcnt, lru, fifo, rate")->capture_default_str();
-  cmd->add_option("--sampler", o->sampler, "dsa, or independent (no coupling: a baseline for benchmarks)")->capture_default_str();
+  cmd->add_option("--sampler", o->sampler,
+                  "dsa, or independent (no coupling: a baseline for benchmarks); biased-dsa is a deliberately "
+                  "non-uniform control for the statistical tests, never for training")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed the samplers (reproducible tests); default: a fresh random seed per dataset");
   cmd->add_option("--allow-group", o->allow_group,
                   "Also serve the members of GROUP (name or gid): socket 0660 and arena 0640 for that group");
   cmd->add_option("--data-root", o->data_root,

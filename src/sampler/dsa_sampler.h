@@ -27,4 +27,15 @@ class DsaSampler : public Sampler {
   std::vector<JobSlot> order_;
 };
 
+// A deliberately NON-uniform DSA that always reuses the parent's item when it is in R_i: the
+// control of the statistical tests (in the sampler's unit tests and through the daemon with
+// `joader serve --sampler biased-dsa`), which must reject it. Never for training.
+class AlwaysReuseDsaSampler : public DsaSampler {
+ public:
+  using DsaSampler::DsaSampler;
+
+ protected:
+  bool reuse_parent(JobSlot, JobSlot) override { return true; }
+};
+
 }  // namespace joader

@@ -58,6 +58,7 @@ std::unique_ptr<Sampler> make_sampler(const std::string& name, uint32_t universe
   if (name == "dsa") return std::make_unique<DsaSampler>(universe, seed);
   if (name == "independent") return std::make_unique<IndependentSampler>(universe, seed);
   if (name == "lockstep") return std::make_unique<LockstepSampler>(universe, seed);
+  if (name == "biased-dsa") return std::make_unique<AlwaysReuseDsaSampler>(universe, seed);
   throw SamplerError("unknown sampler '" + name + "' (expected dsa, independent or lockstep)");
 }
 

@@ -67,7 +67,8 @@ class Sampler {
   std::vector<JobSlot> scratch_;
 };
 
-// Builds a sampler by name: "dsa", "independent" or "lockstep". Throws SamplerError otherwise.
+// Builds a sampler by name: "dsa", "independent" or "lockstep" (and "biased-dsa", the tests'
+// non-uniform control). Throws SamplerError otherwise.
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint32_t universe, uint64_t seed);
 
 }  // namespace joader

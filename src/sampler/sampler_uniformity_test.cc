@@ -26,14 +26,6 @@ using testing::permutation_rank;
 
 constexpr double kAlpha = 1e-4;
 
-class AlwaysReuseDsa : public DsaSampler {
- public:
-  using DsaSampler::DsaSampler;
-
- protected:
-  bool reuse_parent(JobSlot, JobSlot) override { return true; }
-};
-
 // Reuses the parent's item with probability |R_p|/|R_i| + bias (capped at 1): slightly too often.
 class MildlyBiasedDsa : public DsaSampler {
  public:
@@ -65,7 +57,7 @@ std::string kind_name(Kind k) {
 
 SamplerFactory factory(Kind k) {
   return [k](const Scenario& sc) -> std::unique_ptr<Sampler> {
-    if (k == Kind::kBiasedDsa) return std::make_unique<AlwaysReuseDsa>(sc.universe, sc.seed);
+    if (k == Kind::kBiasedDsa) return make_sampler("biased-dsa", sc.universe, sc.seed);
     if (k == Kind::kMildlyBiased) return std::make_unique<MildlyBiasedDsa>(sc.universe, sc.seed, g_bias);
     return make_sampler(k == Kind::kDsa ? "dsa" : "independent", sc.universe, sc.seed);
   };

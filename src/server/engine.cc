@@ -283,7 +283,9 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
                           " bytes): start the daemon with a larger --cache-size");
   }
   ds->index = static_cast<uint32_t>(dataset_by_index_.size());
-  ds->sampler = make_sampler(options_.sampler, static_cast<uint32_t>(n), std::random_device{}());
+  const uint64_t seed = options_.seed ? *options_.seed * 0x9e3779b97f4a7c15ULL + ds->index + 1
+                                      : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
+  ds->sampler = make_sampler(options_.sampler, static_cast<uint32_t>(n), seed);
   ds->sampler->set_observer(cache_->observer_for(ds->index));
   dataset_by_index_.push_back(ds.get());
   auto& slot = datasets_[req.name()] = std::move(ds);

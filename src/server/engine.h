@@ -65,7 +65,10 @@ struct EngineOptions {
   uint64_t cache_bytes = 512ull << 20;
   unsigned threads = 0;             // loader threads; 0 = hardware concurrency
   std::string policy = "refcnt";    // refcnt | lru | fifo | rate
-  std::string sampler = "dsa";      // dsa | independent (benchmark baseline)
+  std::string sampler = "dsa";      // dsa | independent (benchmark baseline) | biased-dsa (tests' control)
+  // Seeds every dataset's sampler (mixed with the dataset's index) for reproducible tests; unset:
+  // a fresh random seed per dataset.
+  std::optional<uint64_t> seed;
   std::chrono::microseconds tick{1000};
   // Where the dataset registrations are kept, so that a restarted daemon has them again;
   // empty: not kept.

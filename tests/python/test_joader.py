@@ -21,6 +21,7 @@ from conftest import BUILD, make_images
 def chi_square_pvalue(counts):
     """Goodness of fit to equal cells (df = cells - 1); uses torch's regularised gamma."""
     counts = np.asarray(counts, dtype=np.float64)
+    assert len(counts) > 1 and counts.sum() > 0, "an empty sample tests nothing"
     expected = counts.sum() / len(counts)
     stat = ((counts - expected) ** 2 / expected).sum()
     df = len(counts) - 1
@@ -63,23 +64,45 @@ def test_three_python_jobs_get_exact_epochs(client):
     assert status["loads"] < status["deliveries"]
 
 
-def test_epochs_through_the_daemon_are_uniform_permutations(client):
-    # Three jobs on 5 items with overlapping 4-item subsets; per-epoch permutation frequencies of
-    # each job must fit the uniform law on 24 permutations (α = 1e-4 per job).
-    client.add_dataset("tiny", source="synthetic:5:8x8", crop=8)
-    subsets = {"x": [0, 1, 2, 3], "y": [1, 2, 3, 4], "z": [0, 2, 3, 4]}
-    epochs = 1200
-    loaders = {n: joader.Loader("tiny", name=n, indices=s, batch_size=2, epochs=epochs, client=client)
-               for n, s in subsets.items()}
-    results = run_jobs(loaders)
-    for name, subset in subsets.items():
-        perms = {p: i for i, p in enumerate(itertools.permutations(subset))}
-        counts = [0] * len(perms)
-        assert len(results[name]) == epochs
-        for epoch in results[name]:
-            counts[perms[tuple(epoch)]] += 1
-        assert chi_square_pvalue(counts) > 1e-4, (name, counts)
-    assert client.status()["loads"] < client.status()["deliveries"]
+def permutation_pvalues_through_a_daemon(workdir, sampler):
+    """Three jobs on 5 items with overlapping 4-item subsets, through a daemon whose samplers are
+    seeded (--seed; the rounds still depend on real-time pacing); per job, the p-value of its
+    per-epoch permutation frequencies against the uniform law on 24 permutations."""
+    from conftest import Daemon
+    daemon = Daemon(workdir, name=sampler, extra=("--seed", "7", "--sampler", sampler))
+    try:
+        client = joader.Client(daemon.socket)
+        client.add_dataset("tiny", source="synthetic:5:8x8", crop=8)
+        subsets = {"x": [0, 1, 2, 3], "y": [1, 2, 3, 4], "z": [0, 2, 3, 4]}
+        epochs = 1200
+        loaders = {n: joader.Loader("tiny", name=n, indices=s, batch_size=2, epochs=epochs, client=client)
+                   for n, s in subsets.items()}
+        results = run_jobs(loaders)
+        pvalues = {}
+        for name, subset in subsets.items():
+            perms = {p: i for i, p in enumerate(itertools.permutations(subset))}
+            counts = [0] * len(perms)
+            assert len(results[name]) == epochs
+            for epoch in results[name]:
+                assert len(epoch) == 4, epoch
+                counts[perms[tuple(epoch)]] += 1
+            pvalues[name] = chi_square_pvalue(counts)
+        assert client.status()["loads"] < client.status()["deliveries"]
+        return pvalues
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_epochs_through_the_daemon_are_uniform_permutations(workdir):
+    # α = 1e-4 per job, 3 jobs: a correct sampler fails with probability ≤ 3e-4.
+    pvalues = permutation_pvalues_through_a_daemon(workdir, "dsa")
+    assert min(pvalues.values()) > 1e-4, pvalues
+
+
+def test_the_same_test_through_the_daemon_rejects_a_biased_sampler(workdir):
+    # The control: a DSA that always reuses its parent's item (joader serve --sampler biased-dsa).
+    pvalues = permutation_pvalues_through_a_daemon(workdir, "biased-dsa")
+    assert min(pvalues.values()) < 1e-4, pvalues
 
 
 RESUME_SCRIPT = textwrap.dedent("""
