@@ -79,18 +79,18 @@ def run_jobs(commands, starts, env=None):
     return results
 
 
-def run_baseline(root, jobs, pipeline="eval"):
+def run_baseline(root, jobs, pipeline="eval", epochs=1):
     threads = max(2, len(jobs))
     workers = max(1, threads // len(jobs))
     cmds = [[PY, os.path.join(HERE, "job_torch.py"), root, "--batch-size", str(BATCH), "--workers", str(workers),
              "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"]),
-             "--pipeline", pipeline] for j in jobs]
+             "--pipeline", pipeline, "--epochs", str(epochs)] for j in jobs]
     cpu0 = cpu_children()
     results = run_jobs(cmds, [j["start"] for j in jobs])
     return summarize(results, cpu_children() - cpu0, None)
 
 
-def run_joader(build, root, jobs, tmp, pipeline="eval"):
+def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
     threads = max(2, len(jobs))
     cpu0 = cpu_children()
     daemon = Daemon(os.path.join(build, "joader"), tmp, name="e2e", cache_size="512MiB", threads=threads)
@@ -101,7 +101,7 @@ def run_joader(build, root, jobs, tmp, pipeline="eval"):
         env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
         cmds = [[PY, os.path.join(HERE, "job_joader.py"), "--socket", socket, "--batch-size", str(BATCH),
                  "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"]),
-                 "--pipeline", pipeline] for j in jobs]
+                 "--pipeline", pipeline, "--epochs", str(epochs)] for j in jobs]
         results = run_jobs(cmds, [j["start"] for j in jobs], env)
         status = daemon.status()
     finally:
@@ -115,8 +115,19 @@ def summarize(results, cpu, ld):
     same on both sides, is left out. CPU seconds include everything: start-up, workers, daemon."""
     items = sum(r["items"] for r in results)
     wall = max(r["end"] for r in results) - min(r["start"] for r in results)
-    return {"images_per_s": items / wall, "cpu_per_image_ms": 1000 * cpu / items, "wall": wall,
-            "job_seconds": [round(r["seconds"], 2) for r in results], "ld_ratio": ld, "items": items}
+    out = {"images_per_s": items / wall, "cpu_per_image_ms": 1000 * cpu / items, "wall": wall,
+           "job_seconds": [round(r["seconds"], 2) for r in results], "ld_ratio": ld, "items": items}
+    if len(results[0]["epoch_ends"]) > 1:
+        # First epoch: from the first request (a DataLoader's workers start inside it; the daemon
+        # was started and the dataset indexed before) to the last job's end of epoch 0. Steady state:
+        # the later epochs, from the first job's end of epoch 0 to the last job's end.
+        first_end = max(r["epoch_ends"][0] for r in results)
+        out["first_epoch_images_per_s"] = sum(r["epoch_items"][0] for r in results) / (
+            first_end - min(r["start"] for r in results))
+        steady_start = min(r["epoch_ends"][0] for r in results)
+        out["steady_images_per_s"] = sum(sum(r["epoch_items"][1:]) for r in results) / (
+            max(r["end"] for r in results) - steady_start)
+    return out
 
 
 def main():
@@ -126,6 +137,8 @@ def main():
     ap.add_argument("--images", type=int, default=2000)
     ap.add_argument("--out", default="docs")
     ap.add_argument("--plot-only", action="store_true", help="redraw the plot from OUT/e2e_results.json")
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="epochs per job; with 2 or more, first-epoch and steady-state images/s are reported apart")
     ap.add_argument("--pipeline", choices=["eval", "train"], default="eval",
                     help="eval: Resize(256) + CenterCrop(224), shared whole; train: RandomResizedCrop(224) + "
                          "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*)")
@@ -146,19 +159,25 @@ def main():
         # A one-job epoch on each side sets that side's quarter-epoch stagger for scenario (c).
         one = [dict(share=1.0, seed=0, start=0.0, sleep=0.0)]
         epoch_s = {"torch": run_baseline(root, one, args.pipeline)["wall"],
-                   "joader": run_joader(build, root, one, tmp, args.pipeline)["wall"]}
+                   "joader": run_joader(build, root, one, tmp, args.pipeline)["wall"]}  # one epoch
         print(f"one-job epoch: torch {epoch_s['torch']:.2f} s, joader {epoch_s['joader']:.2f} s", file=sys.stderr)
         names = list(scenarios(1.0, args.pipeline))
         for name in names:
             results[name] = {"torch": [], "joader": []}
             for run in range(args.runs):
-                b = run_baseline(root, scenarios(epoch_s["torch"], args.pipeline)[name], args.pipeline)
-                j = run_joader(build, root, scenarios(epoch_s["joader"], args.pipeline)[name], tmp, args.pipeline)
+                b = run_baseline(root, scenarios(epoch_s["torch"], args.pipeline)[name], args.pipeline, args.epochs)
+                j = run_joader(build, root, scenarios(epoch_s["joader"], args.pipeline)[name], tmp, args.pipeline,
+                               args.epochs)
                 results[name]["torch"].append(b)
                 results[name]["joader"].append(j)
                 print(f"{name} run {run + 1}: torch {b['images_per_s']:.0f} img/s {b['cpu_per_image_ms']:.2f} ms CPU/img"
                       f" | joader {j['images_per_s']:.0f} img/s {j['cpu_per_image_ms']:.2f} ms CPU/img"
                       f" L/D {j['ld_ratio']:.3f}", file=sys.stderr)
+                if "steady_images_per_s" in b:
+                    print(f"    first epoch: torch {b['first_epoch_images_per_s']:.0f}, joader "
+                          f"{j['first_epoch_images_per_s']:.0f} img/s; steady state: torch "
+                          f"{b['steady_images_per_s']:.0f}, joader {j['steady_images_per_s']:.0f} img/s",
+                          file=sys.stderr)
 
     med = statistics.median
     rows = []
@@ -172,6 +191,14 @@ def main():
                          joader_cpu=med(x["cpu_per_image_ms"] for x in j), cpu_ratio=cpu_ratio,
                          ld=med(x["ld_ratio"] for x in j), slowest=slowest_ratio,
                          torch_jobs=t[len(t) // 2]["job_seconds"], joader_jobs=j[len(j) // 2]["job_seconds"]))
+        if "steady_images_per_s" in t[0]:
+            rows[-1].update(
+                torch_first=med(x["first_epoch_images_per_s"] for x in t),
+                joader_first=med(x["first_epoch_images_per_s"] for x in j),
+                first_speedup=med(x["first_epoch_images_per_s"] / y["first_epoch_images_per_s"] for x, y in zip(j, t)),
+                torch_steady=med(x["steady_images_per_s"] for x in t),
+                joader_steady=med(x["steady_images_per_s"] for x in j),
+                steady_speedup=med(x["steady_images_per_s"] / y["steady_images_per_s"] for x, y in zip(j, t)))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"{stem}_results.json"), "w") as f:
         json.dump({"rows": rows, "raw": results, "mean_jpeg_kb": statistics.mean(sizes) / 1000}, f, indent=1)
@@ -183,6 +210,13 @@ def main():
         print(f"| {r['name']} | {r['torch_ips']:.0f} | {r['joader_ips']:.0f} | {r['speedup']:.2f}× | "
               f"{r['torch_cpu']:.2f} | {r['joader_cpu']:.2f} | {r['cpu_ratio']:.2f}× | {r['ld']:.3f} | "
               f"{', '.join(map(str, r['torch_jobs']))} | {', '.join(map(str, r['joader_jobs']))} | {r['slowest']:.2f} |")
+    if "steady_speedup" in rows[0]:
+        print("\n| scenario | first epoch: PyTorch img/s | Joader img/s | speed-up | steady state: PyTorch img/s | "
+              "Joader img/s | speed-up |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['name']} | {r['torch_first']:.0f} | {r['joader_first']:.0f} | {r['first_speedup']:.2f}× | "
+                  f"{r['torch_steady']:.0f} | {r['joader_steady']:.0f} | {r['steady_speedup']:.2f}× |")
     plot(rows, os.path.join(args.out, f"{stem}.png"), args.pipeline)
 
 

@@ -12,13 +12,20 @@ def subset(n, share, seed):
 
 def run(loader, epochs, sleep_ms):
     """Iterates `epochs` passes ("training" = sleep_ms per batch); prints one JSON line:
-    {"items", "seconds", "start", "end"} on the monotonic clock, shared by all processes."""
+    {"items", "seconds", "start", "end", "epoch_ends", "epoch_items"} on the monotonic clock, shared
+    by all processes. `start` is taken before the first batch is asked for, so a DataLoader's worker
+    start-up is inside the first epoch; the later epochs are the steady state."""
     start = time.monotonic()
-    items = 0
+    items, epoch_ends, epoch_items = 0, [], []
     for _ in range(epochs):
+        n = 0
         for _, labels in loader:
-            items += len(labels)
+            n += len(labels)
             if sleep_ms:
                 time.sleep(sleep_ms / 1000)
+        items += n
+        epoch_ends.append(time.monotonic())
+        epoch_items.append(n)
     end = time.monotonic()
-    print(json.dumps({"items": items, "seconds": end - start, "start": start, "end": end}))
+    print(json.dumps({"items": items, "seconds": end - start, "start": start, "end": end, "epoch_ends": epoch_ends,
+                      "epoch_items": epoch_items}))
