@@ -341,7 +341,9 @@ TEST(Prepare, PadsWithZerosWhereTheResizedImageIsSmallerThanTheCrop) {
     }
 }
 
-TEST(Prepare, EnlargesImagesSmallerThanTheTarget) {
+// The size only: that the enlarged pixels equal torchvision's is checked against torchvision itself
+// in tests/python/test_joader.py (test_enlarged_and_noisy_images_equal_torchvisions_pipeline).
+TEST(Prepare, EnlargesImagesSmallerThanTheTargetToTheCropSize) {
   Bytes out;
   prepare(decode_spec(256, 224), encode_jpeg(gradient_image(40, 30), 90), out);
   EXPECT_EQ(out.size(), 224u * 224 * 3);

@@ -394,3 +394,31 @@ def test_an_epoch_whose_last_items_are_all_skipped_still_ends(client, workdir):
         assert list(loader.batches(until_epoch_end=True)) == []
         assert loader.state_dict()["epoch"] == epoch + 1
     assert client.status()["skipped"] == 6
+
+
+def test_enlarged_and_noisy_images_equal_torchvisions_pipeline(client, workdir):
+    # Images smaller than the target (enlarged), of odd sizes, and pure noise (the hardest case for
+    # a resampler's rounding), lossless PNGs: center crops and own-size storage + Resize/CenterCrop
+    # augmentation must give torchvision's bytes.
+    import torchvision
+    import torchvision.transforms as T
+    from PIL import Image
+    rng = np.random.default_rng(3)
+    root = os.path.join(workdir, "odd-sizes")
+    for c, sizes in enumerate([[(13, 9), (31, 17), (8, 40)], [(97, 71), (250, 60), (33, 33)]]):
+        os.makedirs(os.path.join(root, f"class{c}"))
+        for k, (w, h) in enumerate(sizes):
+            noise = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+            Image.fromarray(noise).save(os.path.join(root, f"class{c}", f"img{k}.png"))
+    reference = torchvision.datasets.ImageFolder(root, transform=T.Compose([T.Resize(40), T.CenterCrop(32),
+                                                                            T.PILToTensor()]))
+    client.add_dataset("cropped", source=f"imagefolder:{root}", resize=40, crop=32)
+    client.add_dataset("own", source=f"imagefolder:{root}")
+    checked = 0
+    for dataset, augment in (("cropped", None), ("own", T.Compose([T.Resize(40), T.CenterCrop(32)]))):
+        dl = joader.torch.DataLoader(dataset, batch_size=4, client=client, with_indices=True, augment=augment)
+        for images, _, ids in dl:
+            for image, item in zip(images, ids.tolist()):
+                assert torch.equal(image, reference[item][0]), (dataset, reference.samples[item][0])
+                checked += 1
+    assert checked == 12
