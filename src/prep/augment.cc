@@ -57,17 +57,11 @@ Image resize_shorter(const ImageView& img, uint32_t size) {
 }
 
 Image center_crop(const ImageView& img, uint32_t size) {
-  // torchvision: round((D - C) / 2.0) offsets, zero padding ((C - D) // 2 before) when smaller.
-  auto offset = [](int64_t d, int64_t c) -> int64_t {
-    if (d < c) return -((c - d) / 2);
-    const int64_t n = d - c;
-    return n / 2 + ((n & 1) & ((n / 2) & 1));
-  };
   PrepGeometry g;
   g.resized_width = img.width;
   g.resized_height = img.height;
-  g.crop_left = offset(img.width, size);
-  g.crop_top = offset(img.height, size);
+  g.crop_left = center_offset(img.width, size);
+  g.crop_top = center_offset(img.height, size);
   Image out;
   out.width = out.height = size;
   resize_window(img, g, size, size, out.rgb);  // an identity resize: a copy of the window

@@ -238,13 +238,6 @@ std::string hex_prefix(std::span<const uint8_t> data) {
   return out;
 }
 
-// torchvision CenterCrop's offset of a C-wide window in a D-wide dimension (see PrepGeometry).
-int64_t center_offset(uint64_t d, uint64_t c) {
-  if (d < c) return -static_cast<int64_t>((c - d) / 2);
-  // round((d - c) / 2.0) with Python's ties-to-even: n/2, plus one when n is odd and n/2 is odd.
-  const uint64_t n = d - c;
-  return static_cast<int64_t>(n / 2 + ((n & 1) & ((n / 2) & 1)));
-}
 
 // PIL's bilinear resampling, which torchvision's Resize applies to PIL images
 // (Image.resize(size, BILINEAR), libImaging/Resample.c): a triangle filter widened by the scale
@@ -479,6 +472,13 @@ Image decode_image(std::span<const uint8_t> encoded, uint64_t max_pixels) {
       std::memcmp(encoded.data(), kPngMagic, sizeof kPngMagic) == 0)
     return decode_png(encoded, max_pixels);
   throw PrepError("not a JPEG or PNG image (starts with " + hex_prefix(encoded) + ")");
+}
+
+int64_t center_offset(uint64_t d, uint64_t c) {
+  if (d < c) return -static_cast<int64_t>((c - d) / 2);
+  // round((d - c) / 2.0) with Python's ties-to-even: n/2, plus one when n is odd and n/2 is odd.
+  const uint64_t n = d - c;
+  return static_cast<int64_t>(n / 2 + ((n & 1) & ((n / 2) & 1)));
 }
 
 PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height) {

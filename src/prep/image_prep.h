@@ -93,6 +93,10 @@ struct PrepGeometry {
 };
 PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height);
 
+// torchvision CenterCrop's offset of a C-wide window in a D-wide dimension, as PrepGeometry's
+// crop_left/crop_top (negative: zero padding).
+int64_t center_offset(uint64_t d, uint64_t c);
+
 // img resized to g.resized_width×g.resized_height with PIL's antialiased bilinear filter (in its
 // fixed-point arithmetic, computed only for the window), then the crop_w×crop_h window whose
 // top-left corner is (g.crop_left, g.crop_top) written to out as HWC RGB, zeros where the window

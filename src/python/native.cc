@@ -36,6 +36,18 @@ AugmentOp to_op(const OpTuple& t) {
   return op;
 }
 
+// The ops of a Python augmentation list, checked as a pipeline; errors as JoaderError code 3.
+std::vector<AugmentOp> checked_ops(const std::vector<OpTuple>& augment) {
+  std::vector<AugmentOp> ops;
+  for (const OpTuple& t : augment) ops.push_back(to_op(t));
+  try {
+    validate_pipeline(ops);
+  } catch (const PrepError& e) {
+    throw ClientError(3, std::string("augment: ") + e.what());
+  }
+  return ops;
+}
+
 v1::AugmentOp to_proto(const AugmentOp& op) {
   v1::AugmentOp m;
   m.set_kind(static_cast<v1::AugmentOp::Kind>(op.kind));
@@ -210,16 +222,7 @@ PYBIND11_MODULE(_native, m) {
     }
   });
 
-  m.def("check_augment", [](const std::vector<OpTuple>& augment) {
-    std::vector<AugmentOp> ops;
-    for (const OpTuple& t : augment) ops.push_back(to_op(t));
-    try {
-      validate_pipeline(ops);
-    } catch (const PrepError& e) {
-      throw ClientError(3, std::string("augment: ") + e.what());
-    }
-    return pipeline_output_size(ops);
-  });
+  m.def("check_augment", [](const std::vector<OpTuple>& augment) { return pipeline_output_size(checked_ops(augment)); });
 
   // For the exactness tests of per-job augmentation (tests/python/test_augment.py): the C++ ops
   // on a given image and box, and the parameters they draw, without a daemon.
@@ -300,15 +303,7 @@ PYBIND11_MODULE(_native, m) {
              uint32_t batch_size, uint32_t epochs, uint32_t prefetch, bool drop_last, int64_t resume_epoch,
              std::vector<uint32_t> consumed, std::vector<OpTuple> augment, uint64_t augment_seed,
              unsigned augment_threads) {
-            std::vector<AugmentOp> ops;
-            for (const OpTuple& t : augment) ops.push_back(to_op(t));
-            if (!ops.empty()) {
-              try {
-                validate_pipeline(ops);
-              } catch (const PrepError& e) {
-                throw ClientError(3, std::string("augment: ") + e.what());
-              }
-            }
+            std::vector<AugmentOp> ops = augment.empty() ? std::vector<AugmentOp>{} : checked_ops(augment);
             JobOptions o;
             o.dataset = dataset;
             o.name = name;

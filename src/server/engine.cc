@@ -649,10 +649,7 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
       cache_->pin(key);
       const Resident& r = resident_.at(key);
       e->state = Entry::kReady;
-      e->extents = r.extents;
-      e->length = r.length;
-      e->width = r.width;
-      e->height = r.height;
+      e->placed = r;
       ++n_hits_;
       j.cv.notify_all();
     } else {
@@ -788,10 +785,7 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
   for (auto [job, entry] : load.waiters) {
     cache_->pin(key);
     entry->state = Entry::kReady;
-    entry->extents = r.extents;
-    entry->length = r.length;
-    entry->width = r.width;
-    entry->height = r.height;
+    entry->placed = r;
     job->cv.notify_all();
   }
 }
@@ -856,16 +850,17 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       for (const Entry& e : delivered) {
         out->ids.push_back(e.item);
         out->labels.push_back(e.label);
-        out->offsets.push_back(e.extents.front().offset);
-        out->lengths.push_back(e.length);
-        out->extent_counts.push_back(static_cast<uint32_t>(e.extents.size()));
-        for (const Extent& x : e.extents) {
+        const Resident& at = e.placed;
+        out->offsets.push_back(at.extents.front().offset);
+        out->lengths.push_back(at.length);
+        out->extent_counts.push_back(static_cast<uint32_t>(at.extents.size()));
+        for (const Extent& x : at.extents) {
           out->extent_offsets.push_back(x.offset);
           out->extent_lengths.push_back(x.length);
         }
         if (own_size(j.ds->prep)) {
-          out->widths.push_back(e.width);
-          out->heights.push_back(e.height);
+          out->widths.push_back(at.width);
+          out->heights.push_back(at.height);
         }
       }
       if (std::all_of(out->extent_counts.begin(), out->extent_counts.end(), [](uint32_t c) { return c == 1; })) {

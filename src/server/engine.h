@@ -143,25 +143,24 @@ class Engine {
  private:
   struct Dataset;
   struct Job;
+  // A cached item's place in the arena.
+  struct Resident {
+    std::vector<Extent> extents;  // where its bytes are (usually one block)
+    uint64_t length = 0;
+    uint32_t width = 0, height = 0;  // the stored image's size (decoded forms)
+  };
   struct Entry {
     ItemId item = 0;
     int64_t label = 0;
     uint32_t epoch = 0;
     bool last_of_epoch = false;
     enum State { kLoading, kReady, kFailed } state = kLoading;
-    std::vector<Extent> extents;  // where its bytes are in the arena (usually one block)
-    uint64_t length = 0;
-    uint32_t width = 0, height = 0;  // the stored image's size (decoded forms)
+    Resident placed;  // once kReady
   };
   struct Load {
     Dataset* dataset;
     ItemId item;
     std::vector<std::pair<Job*, Entry*>> waiters;
-  };
-  struct Resident {
-    std::vector<Extent> extents;
-    uint64_t length;
-    uint32_t width = 0, height = 0;
   };
 
   void dispatch_loop();
