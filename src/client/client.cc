@@ -202,9 +202,7 @@ bool Job::next(Batch* out) {
     if (i < b.widths_size() && i < b.heights_size()) {
       item.width = b.widths(i);
       item.height = b.heights(i);
-      if (uint64_t{item.width} * item.height * 3 != item.size) {
-        throw ClientError(static_cast<int>(grpc::StatusCode::INTERNAL), "item size does not match its image size");
-      }
+      if (uint64_t{item.width} * item.height * 3 != item.size) throw bad("item size does not match its image size");
     }
     out->items.push_back(item);
   }
