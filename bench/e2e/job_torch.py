@@ -19,6 +19,7 @@ def main():
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0, help="simulated training time per batch")
     ap.add_argument("--pipeline", choices=["eval", "train"], default="eval")
+    ap.add_argument("--prefetch-factor", type=int, default=2, help="batches each worker prepares ahead")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.pipeline == "train":
@@ -31,7 +32,8 @@ def main():
     if ids is not None:
         ds = torch.utils.data.Subset(ds, ids.tolist())
     loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
-                                         persistent_workers=args.workers > 0)
+                                         persistent_workers=args.workers > 0,
+                                         prefetch_factor=args.prefetch_factor if args.workers > 0 else 2)
     timed.run(loader, args.epochs, args.sleep_ms)
 
 if __name__ == "__main__":

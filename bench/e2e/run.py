@@ -5,7 +5,7 @@
 
 Data: a generated ImageFolder of 500x375 JPEGs (quality 90, 10 classes) under build/e2e-data,
 made once and reused. Baseline: k processes, each a DataLoader(ImageFolder, Resize(256),
-CenterCrop(224), PILToTensor(), shuffle=True). Joader: the same k jobs through joader.torch
+CenterCrop(224), PILToTensor(), shuffle=True, persistent_workers=True, prefetch_factor=PREFETCH_FACTOR). Joader: the same k jobs through joader.torch
 against one daemon. Both sides get the same number of loader threads in total: T = max(2, k)
 (DataLoader workers = T / k per job; daemon --threads T). Every configuration runs --runs times,
 baseline and Joader alternately; figures are medians, ratios are computed pair by pair.
@@ -79,12 +79,17 @@ def run_jobs(commands, starts, env=None):
     return results
 
 
-def run_baseline(root, jobs, pipeline="eval", epochs=1):
+# The baseline's DataLoader prefetch_factor (batches each worker prepares ahead): the best of the
+# values tried by `--tune-prefetch 2,4,8` on this machine (docs/BENCHMARKS.md).
+PREFETCH_FACTOR = 2
+
+
+def run_baseline(root, jobs, pipeline="eval", epochs=1, prefetch=PREFETCH_FACTOR):
     threads = max(2, len(jobs))
     workers = max(1, threads // len(jobs))
     cmds = [[PY, os.path.join(HERE, "job_torch.py"), root, "--batch-size", str(BATCH), "--workers", str(workers),
              "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"]),
-             "--pipeline", pipeline, "--epochs", str(epochs)] for j in jobs]
+             "--pipeline", pipeline, "--epochs", str(epochs), "--prefetch-factor", str(prefetch)] for j in jobs]
     cpu0 = cpu_children()
     results = run_jobs(cmds, [j["start"] for j in jobs])
     return summarize(results, cpu_children() - cpu0, None)
@@ -142,6 +147,9 @@ def main():
     ap.add_argument("--pipeline", choices=["eval", "train"], default="eval",
                     help="eval: Resize(256) + CenterCrop(224), shared whole; train: RandomResizedCrop(224) + "
                          "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*)")
+    ap.add_argument("--tune-prefetch", metavar="N,N,...",
+                    help="only measure the baseline with each DataLoader prefetch_factor (k = 1 and k = 4, "
+                         "--runs runs each, interleaved) and print the medians")
     args = ap.parse_args()
     stem = "e2e" if args.pipeline == "eval" else "e2e_train"
     if args.plot_only:
@@ -153,6 +161,8 @@ def main():
     sizes = [os.path.getsize(p) for p in glob.glob(os.path.join(root, "*", "*.jpg"))]
     print(f"{len(sizes)} JPEGs, mean {statistics.mean(sizes) / 1000:.0f} KB", file=sys.stderr)
 
+    if args.tune_prefetch:
+        return tune_prefetch(root, [int(v) for v in args.tune_prefetch.split(",")], args)
     results = {}
     with tempfile.TemporaryDirectory(prefix="joader-e2e-") as tmp:
         os.chmod(tmp, 0o700)
@@ -218,6 +228,23 @@ def main():
             print(f"| {r['name']} | {r['torch_first']:.0f} | {r['joader_first']:.0f} | {r['first_speedup']:.2f}× | "
                   f"{r['torch_steady']:.0f} | {r['joader_steady']:.0f} | {r['steady_speedup']:.2f}× |")
     plot(rows, os.path.join(args.out, f"{stem}.png"), args.pipeline)
+
+
+def tune_prefetch(root, values, args):
+    """The baseline alone at each prefetch_factor, runs interleaved so drift hits all values alike."""
+    rates = {(k, v): [] for k in (1, 4) for v in values}
+    for run in range(args.runs):
+        for k in (1, 4):
+            for v in values:
+                r = run_baseline(root, scenarios(1.0, args.pipeline)["a: k=1" if k == 1 else "b: k=4 identical"],
+                                 args.pipeline, args.epochs, prefetch=v)
+                key = "steady_images_per_s" if "steady_images_per_s" in r else "images_per_s"
+                rates[(k, v)].append(r[key])
+                print(f"run {run + 1}, k={k}, prefetch_factor={v}: {r[key]:.0f} img/s", file=sys.stderr)
+    print("| k | " + " | ".join(f"prefetch_factor={v}" for v in values) + " |")
+    print("|---|" + "---:|" * len(values))
+    for k in (1, 4):
+        print(f"| {k} | " + " | ".join(f"{statistics.median(rates[(k, v)]):.0f}" for v in values) + " |")
 
 
 def plot(rows, path, pipeline="eval"):

@@ -6,9 +6,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 #include <fmt/core.h>
 #include <grpcpp/grpcpp.h>
@@ -284,26 +287,38 @@ int run_dataset_rm(const std::string& socket, const std::string& name) {
   }
 }
 
-int run_status(const std::string& socket, bool json) {
+void print_status(const v1::StatusReply& s, bool json, bool watching) {
+  if (json) {
+    // Watching prints JSON Lines (one compact object per snapshot), for tools that follow a stream.
+    std::cout << (watching ? to_json(s).dump() : to_json(s).dump(2)) << std::endl;
+    return;
+  }
+  fmt::print("loads {}  deliveries {}  L/D {:.3f}  hits {}  evictions {}  skipped {}\n", s.loads(), s.deliveries(),
+             ld_ratio(s), s.hits(), s.evictions(), s.skipped());
+  fmt::print("cache {} of {} ({} pinned), policy {}, {} loader threads, up {:.0f} s\n", human_bytes(double(s.cache_bytes())),
+             human_bytes(double(s.cache_capacity())), human_bytes(double(s.pinned_bytes())), s.policy(),
+             s.loader_threads(), s.uptime_seconds());
+  fmt::print("\n{:<20} {:>10} {:>8}  {}\n", "dataset", "items", "jobs", "prep");
+  for (const auto& d : s.datasets()) fmt::print("{:<20} {:>10} {:>8}  {}\n", d.name(), d.items(), d.active_jobs(), d.prep());
+  fmt::print("\n{:<20} {:<16} {:>6} {:>18} {:>10} {:>8}\n", "job", "dataset", "epoch", "epoch progress", "items/s", "queued");
+  for (const auto& j : s.jobs()) {
+    fmt::print("{:<20} {:<16} {:>6} {:>18} {:>10.0f} {:>8}\n", j.name(), j.dataset(), j.epoch(),
+               fmt::format("{}/{}", j.delivered_in_epoch(), j.subset_size()), j.items_per_second(), j.queued());
+  }
+  if (watching) fmt::print("\n");
+  std::fflush(stdout);
+}
+
+int run_status(const std::string& socket, bool json, double watch_seconds) {
   try {
-    const v1::StatusReply s = Client(socket).status();
-    if (json) {
-      std::cout << to_json(s).dump(2) << "\n";
-      return 0;
+    Client client(socket);
+    const bool watching = watch_seconds > 0;
+    for (;;) {
+      print_status(client.status(), json, watching);
+      if (!watching) return 0;
+      if (std::ferror(stdout) || !std::cout) return 0;  // the reader went away (e.g. `| head`)
+      std::this_thread::sleep_for(std::chrono::duration<double>(watch_seconds));
     }
-    fmt::print("loads {}  deliveries {}  L/D {:.3f}  hits {}  evictions {}  skipped {}\n", s.loads(), s.deliveries(),
-               ld_ratio(s), s.hits(), s.evictions(), s.skipped());
-    fmt::print("cache {} of {} ({} pinned), policy {}, {} loader threads, up {:.0f} s\n", human_bytes(double(s.cache_bytes())),
-               human_bytes(double(s.cache_capacity())), human_bytes(double(s.pinned_bytes())), s.policy(),
-               s.loader_threads(), s.uptime_seconds());
-    fmt::print("\n{:<20} {:>10} {:>8}  {}\n", "dataset", "items", "jobs", "prep");
-    for (const auto& d : s.datasets()) fmt::print("{:<20} {:>10} {:>8}  {}\n", d.name(), d.items(), d.active_jobs(), d.prep());
-    fmt::print("\n{:<20} {:<16} {:>6} {:>18} {:>10} {:>8}\n", "job", "dataset", "epoch", "epoch progress", "items/s", "queued");
-    for (const auto& j : s.jobs()) {
-      fmt::print("{:<20} {:<16} {:>6} {:>18} {:>10.0f} {:>8}\n", j.name(), j.dataset(), j.epoch(),
-                 fmt::format("{}/{}", j.delivered_in_epoch(), j.subset_size()), j.items_per_second(), j.queued());
-    }
-    return 0;
   } catch (const std::exception& e) {
     print_error(e);
     return 1;
@@ -402,9 +417,14 @@ void add_status_command(CLI::App& app, int& exit_code) {
   auto socket = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("status", "Datasets, jobs, loads, deliveries, L/D and cache use of the daemon");
+  auto watch = std::make_shared<double>(0.0);
   cmd->add_flag("--json", *json, "Print JSON");
+  cmd->add_option("--watch", *watch,
+                  "Print a snapshot every SECONDS until interrupted or the daemon stops (with --json: one JSON "
+                  "object per line)")
+      ->check(CLI::Range(0.01, 3600.0));
   add_socket_option(cmd, *socket);
-  cmd->callback([socket, json, &exit_code] { exit_code = run_status(*socket, *json); });
+  cmd->callback([socket, json, watch, &exit_code] { exit_code = run_status(*socket, *json, *watch); });
 }
 
 }  // namespace joader::cli

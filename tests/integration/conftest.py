@@ -1,8 +1,11 @@
 """Fixtures for the daemon integration tests: a real `joader serve` on a private socket."""
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -22,6 +25,43 @@ class Daemon(DaemonProcess):
         """Starts a test client process; returns the Popen."""
         return subprocess.Popen([CLIENT, "--socket", self.socket, "--dataset", dataset, *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+class StatusWatch:
+    """`joader status --json --watch` followed in a thread: the daemon's state sampled every
+    `interval` seconds by one long-lived client, each snapshot stamped with time.monotonic() when
+    it arrived (no process start per sample, so a bound on the daemon is not a bound on spawning)."""
+
+    def __init__(self, daemon, interval=0.02):
+        self._proc = subprocess.Popen([JOADER, "status", "--json", "--watch", str(interval), "--socket", daemon.socket],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._cond = threading.Condition()
+        self._snapshots = []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        for line in self._proc.stdout:
+            with self._cond:
+                self._snapshots.append((time.monotonic(), json.loads(line)))
+                self._cond.notify_all()
+
+    def wait_for(self, predicate, since, timeout=30):
+        """The arrival time of the first snapshot taken after `since` (monotonic) that satisfies
+        `predicate`, and the snapshot; fails after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for at, snapshot in self._snapshots:
+                    if at > since and predicate(snapshot):
+                        return at, snapshot
+                left = deadline - time.monotonic()
+                assert left > 0 and self._proc.poll() is None, f"no such snapshot in {timeout} s: {self._proc.stderr.read()}"
+                self._cond.wait(min(left, 0.1))
+
+    def close(self):
+        self._proc.terminate()
+        self._proc.wait()
 
 
 @pytest.fixture
@@ -55,6 +95,11 @@ def daemon_factory(workdir):
 @pytest.fixture
 def daemon(daemon_factory):
     return daemon_factory()
+
+
+def error_time(stderr):
+    """The CLOCK_MONOTONIC time at which a test client saw its error ("at T" on stderr)."""
+    return float([line for line in stderr.splitlines() if line.startswith("at ")][-1].split()[1])
 
 
 def received(proc, timeout=60):

@@ -2,7 +2,7 @@
 // Prints one line per received item: "EPOCH ID LABEL FNV1A64" and, with --verify, checks that the
 // bytes equal an independent preparation of the same item (same source, same prep spec) done
 // here, outside the daemon. Exit status: 0 done, 3 the daemon reported an error (printed as
-// "error CODE: MESSAGE" on stderr), 4 a verification failed.
+// "error CODE: MESSAGE" then "at MONOTONIC_SECONDS" on stderr), 4 a verification failed.
 #include <unistd.h>
 
 #include <chrono>
@@ -119,7 +119,10 @@ int main(int argc, char** argv) {
       }
     }
   } catch (const joader::ClientError& e) {
-    std::fprintf(stderr, "error %d: %s\n", e.code(), e.what());
+    // "at T": when the client saw the error, in CLOCK_MONOTONIC seconds (Python's time.monotonic()),
+    // so a test can time the detection itself, without this process's exit.
+    const double at = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    std::fprintf(stderr, "error %d: %s\nat %.6f\n", e.code(), e.what(), at);
     return 3;
   }
   return 0;
