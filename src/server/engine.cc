@@ -64,7 +64,7 @@ struct Engine::Job {
   std::string name;
   Dataset* ds;
   JobSlot slot;
-  uint32_t batch, epochs, prefetch;
+  uint32_t batch, epochs;
   bool drop_last;
   uint64_t subset_size;
   std::string augment;                            // its description, for status
@@ -72,12 +72,9 @@ struct Engine::Job {
   std::deque<Entry> pending;                      // decided, not yet sent, in decision order
   std::map<uint64_t, std::vector<Entry>> sent;    // seq -> delivered, not yet acknowledged
   uint64_t next_seq = 0;
-  uint64_t queued = 0;                            // pending + sent items
+  // Its credit, rate, queue length (the pending and sent items) and reservation: in dispatcher_.
 
-  double credit = 0, rate = 0;                    // pacing: items of credit, items/s
   double wait_seconds = 0;                        // the consumer's waits, from its acks
-  uint64_t acked_in_window = 0;
-  Clock::time_point window_start = Clock::now();
 
   uint64_t delivered = 0, delivered_in_epoch = 0;
   uint32_t epoch = 0;
@@ -87,7 +84,10 @@ struct Engine::Job {
 };
 
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), arena_(options_.cache_bytes, options_.share_group), allocator_(options_.cache_bytes) {
+    : options_(std::move(options)),
+      arena_(options_.cache_bytes, options_.share_group),
+      allocator_(options_.cache_bytes),
+      dispatcher_(allocator_.free_bytes(), 0.0) {
   PolicyContext ctx;
   ctx.signature = [this](CacheKey k) -> uint64_t {
     const Dataset* ds = dataset_by_index_[key_dataset(k)];
@@ -95,13 +95,7 @@ Engine::Engine(EngineOptions options)
   };
   ctx.request_rate = [this](uint32_t dataset, uint64_t sig) {
     const Dataset* ds = dataset_by_index_[dataset];
-    double rate = 0;
-    for (uint64_t rest = sig; ds != nullptr && rest != 0; rest &= rest - 1) {
-      const JobSlot slot = std::countr_zero(rest);
-      auto it = ds->jobs.find(slot);
-      if (it != ds->jobs.end()) rate += it->second->rate / double(ds->sampler->sets().size(slot));
-    }
-    return rate;
+    return ds == nullptr ? 0.0 : dispatcher_.request_rate(dataset, sig, ds->sampler->sets());
   };
   try {
     cache_ = std::make_unique<Cache>(allocator_.free_bytes(), make_policy(options_.policy, ctx));
@@ -115,7 +109,7 @@ Engine::Engine(EngineOptions options)
   });
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
-  dispatcher_ = std::thread([this] { dispatch_loop(); });
+  dispatch_thread_ = std::thread([this] { dispatch_loop(); });
 }
 
 Engine::~Engine() { shutdown(); }
@@ -130,7 +124,7 @@ void Engine::shutdown() {
   loader_cv_.notify_all();
   space_cv_.notify_all();
   dispatch_cv_.notify_all();
-  if (dispatcher_.joinable()) dispatcher_.join();
+  if (dispatch_thread_.joinable()) dispatch_thread_.join();
   for (auto& t : loaders_) t.join();
 }
 
@@ -307,13 +301,18 @@ void Engine::check_invariants(const char* after) const {
     broken(std::to_string(resident_.size()) + " arena entries for " + std::to_string(cache_->items()) + " cached items");
   }
   if (cache_->pinned_units() > cache_->used()) broken("more bytes pinned than cached");
-  uint64_t reserved = 0;
-  for (const auto& [id, j] : jobs_) reserved += reservation(*j);
-  if (reserved != reserved_bytes_) {
-    broken("jobs reserve " + std::to_string(reserved) + " bytes, the total says " + std::to_string(reserved_bytes_));
+  for (const auto& [id, j] : jobs_) {
+    if (j->failure) continue;  // a failed job's entries stay as they were until it is closed
+    uint64_t held = 0;
+    for (const Entry& e : j->pending) held += e.state != Entry::kFailed;
+    for (const auto& [seq, entries] : j->sent) held += entries.size();
+    if (held != dispatcher_.queued(id)) {
+      broken("job " + j->name + " holds " + std::to_string(held) + " decided items, the dispatcher counts " +
+             std::to_string(dispatcher_.queued(id)));
+    }
   }
-  if (reserved_bytes_ > cache_->capacity()) {
-    broken("reservations of " + std::to_string(reserved_bytes_) + " bytes exceed the arena's " +
+  if (dispatcher_.reserved_bytes() > cache_->capacity()) {
+    broken("reservations of " + std::to_string(dispatcher_.reserved_bytes()) + " bytes exceed the arena's " +
            std::to_string(cache_->capacity()));
   }
 }
@@ -453,7 +452,6 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
   job->slot = slot;
   job->batch = req.batch_size();
   job->epochs = req.epochs();
-  job->prefetch = req.prefetch() == 0 ? 4 : req.prefetch();
   job->drop_last = req.drop_last();
   job->subset_size = subset_size;
   job->augment = augment;
@@ -461,6 +459,8 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
   if (req.resume() && job->epoch == req.resume_epoch()) job->delivered_in_epoch = consumed.size();
   ds.jobs[slot] = job.get();
   jobs_[job->id] = job;
+  dispatcher_.add_job(job->id, {ds.index, slot, job->batch, req.prefetch() == 0 ? 4 : req.prefetch(), ds.item_bytes}, now());
+  if (ds.sampler->finished(slot)) dispatcher_.stop_job(job->id);  // resumed after its last epoch
 
   reply->set_job(job->name);
   reply->set_arena(arena_.name());
@@ -533,100 +533,30 @@ std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
   return it->second;
 }
 
-uint64_t Engine::reservation(const Job& j) const {
-  return (j.queued + j.batch - 1) / j.batch * j.batch * j.ds->item_bytes;
-}
-
-void Engine::set_queued(Job& j, uint64_t queued) {
-  reserved_bytes_ -= reservation(j);
-  j.queued = queued;
-  reserved_bytes_ += reservation(j);
-}
-
-bool Engine::can_take(const Job& j, uint64_t admitted_bytes) const {
-  if (j.closed || j.failure || j.ds->sampler->finished(j.slot)) return false;
-  if (j.queued >= uint64_t{j.prefetch} * j.batch) return false;
-  // Starting a new batch reserves a whole batch of arena space, on top of what is reserved and of
-  // the batches that other jobs of the same round are starting.
-  return j.queued % j.batch != 0 ||
-         reserved_bytes_ + admitted_bytes + uint64_t{j.batch} * j.ds->item_bytes <= cache_->capacity();
-}
+double Engine::now() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
 
 void Engine::dispatch_loop() {
   std::unique_lock lk(mu_);
-  auto last = Clock::now();
   while (!stopping_) {
-    dispatch_cv_.wait_for(lk, options_.tick);
-    const auto now = Clock::now();
-    const double dt = std::chrono::duration<double>(now - last).count();
-    last = now;
-    for (Dataset* ds : dataset_by_index_) {
-      if (ds != nullptr && !ds->jobs.empty()) pace(*ds, dt);
+    const double t = now();
+    while (auto round = dispatcher_.next_round(t)) {
+      Dataset* ds = dataset_by_index_[round->group];
+      if (!decide_round(*ds, round->slots)) break;  // nothing decided: wait for an event
+    }
+    // Sleep until the next round is due, or until an event (acknowledgement, drop, join, leave,
+    // shutdown) notifies: no polling, so an idle daemon or one whose jobs are all stalled sleeps.
+    const double due = dispatcher_.next_due(t);
+    if (due == Dispatcher::kNever) {
+      dispatch_cv_.wait(lk);
+    } else {
+      // At least 100 µs, so that rounding in the credit arithmetic cannot spin.
+      const double wait = std::max(due - t, 1e-4);
+      dispatch_cv_.wait_for(lk, std::chrono::duration<double>(wait));
     }
   }
 }
 
-void Engine::pace(Dataset& ds, double dt) {
-  const auto now = Clock::now();
-  std::vector<double> rates;
-  for (auto& [slot, j] : ds.jobs) {
-    const double window = std::chrono::duration<double>(now - j->window_start).count();
-    // Consumption rate: a moving average of acknowledged items/s over 200 ms windows; a new job
-    // gets its first estimate as soon as it has acknowledged two batches.
-    const bool first = j->rate == 0 && j->acked_in_window >= 2 * j->batch && window >= 0.02;
-    if (window >= 0.2 || first) {
-      const double instant = double(j->acked_in_window) / window;
-      j->rate = j->rate == 0 ? instant : 0.7 * j->rate + 0.3 * instant;
-      j->acked_in_window = 0;
-      j->window_start = now;
-    }
-    if (j->rate > 0) rates.push_back(j->rate);
-  }
-  double median = 0;
-  if (!rates.empty()) {
-    std::nth_element(rates.begin(), rates.begin() + rates.size() / 2, rates.end());
-    median = rates[rates.size() / 2];
-  }
-  std::vector<JobSlot> ready;
-  for (auto& [slot, j] : ds.jobs) {
-    const double rate = j->rate > 0 ? j->rate : median;
-    j->credit = std::min(j->credit + rate * dt, double(j->batch));
-    if (j->queued < j->batch) j->credit = std::max(j->credit, double(j->batch - j->queued));  // catch up
-  }
-  // A round starts when some job has a whole item of credit; every job with positive credit joins
-  // it (borrowing up to one item), so jobs of equal speed stay in the same rounds even when their
-  // credits differ by a fraction.
-  //
-  // Each job is admitted against the reservations *including* the new batches of the jobs admitted
-  // before it in this round: checking every job against the total at the start of the round let
-  // two jobs each start a batch that only one of them had room for, which over-committed the
-  // arena, and then decided items waited for space that pinned items of unfinished batches held.
-  // When the arena has room for fewer new batches than jobs want, the jobs holding the fewest
-  // decided items are admitted first, so that a job that has just been acknowledged down to nothing
-  // is not kept waiting by one that holds several batches already.
-  std::vector<Job*> order;
-  for (auto& [slot, j] : ds.jobs) order.push_back(j);
-  for (;;) {
-    std::sort(order.begin(), order.end(), [](const Job* a, const Job* b) {
-      return std::pair(a->queued / a->batch, a->slot) < std::pair(b->queued / b->batch, b->slot);
-    });
-    ready.clear();
-    bool due = false;
-    uint64_t admitted = 0;
-    for (Job* j : order) {
-      if (j->credit > 0 && can_take(*j, admitted)) {
-        ready.push_back(j->slot);
-        due = due || j->credit >= 1.0;
-        if (j->queued % j->batch == 0) admitted += uint64_t{j->batch} * ds.item_bytes;
-      }
-    }
-    if (!due) return;
-    std::sort(ready.begin(), ready.end());
-    decide_round(ds, ready);
-  }
-}
-
-void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
+bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
   std::vector<Decision> decisions;
   ds.sampler->round(ready, decisions);
   for (const Decision& d : decisions) {
@@ -639,8 +569,7 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
     decided.last_of_epoch = last;
     j.pending.push_back(std::move(decided));
     Entry* e = &j.pending.back();
-    j.credit -= 1.0;
-    set_queued(j, j.queued + 1);
+    dispatcher_.decided(j.id, 1);
     const CacheKey key = cache_key(ds.index, d.item);
     if (auto l = loads_.find(key); l != loads_.end()) {
       l->second.waiters.push_back({&j, e});
@@ -659,7 +588,11 @@ void Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
       loader_cv_.notify_one();
     }
   }
+  for (JobSlot slot : ready) {
+    if (ds.sampler->finished(slot)) dispatcher_.stop_job(ds.jobs.at(slot)->id);
+  }
   check_invariants("a round");
+  return !decisions.empty();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -773,7 +706,8 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
       if (load.dataset->skip_bad_items()) {
         // A skipped entry will never be delivered: it stops counting as queued now, so that the
         // job earns catch-up credit for the items that replace it.
-        set_queued(*job, job->queued - 1);
+        dispatcher_.dropped(job->id, 1);
+        dispatch_cv_.notify_all();
         job->cv.notify_all();
       } else {
         fail_job(*job, EngineError::kDataLoss, error);
@@ -837,9 +771,10 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       }
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
         for (const Entry& e : delivered) cache_->unpin(cache_key(j.ds->index, e.item));
-        set_queued(j, j.queued - delivered.size());
+        dispatcher_.dropped(j.id, delivered.size());
         delivered.clear();
         space_cv_.notify_all();
+        dispatch_cv_.notify_all();
         // The end of an epoch must reach the client even when nothing of its last batch is left
         // (dropped by drop_last, or every item skipped): it gets an empty batch marked last, so
         // that its epoch count and resume state move on.
@@ -894,16 +829,17 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
     throw EngineError(EngineError::kInvalidArgument, "acknowledgement of unknown batch " + std::to_string(seq));
   }
   for (const Entry& e : it->second) cache_->unpin(cache_key(job->ds->index, e.item));
-  set_queued(*job, job->queued - it->second.size());
-  job->acked_in_window += it->second.size();
+  dispatcher_.acknowledged(id, it->second.size(), std::isfinite(wait_seconds) ? wait_seconds : 0);
   job->sent.erase(it);
   job->cv.notify_all();
   space_cv_.notify_all();
+  dispatch_cv_.notify_all();
   check_invariants("an acknowledgement");
 }
 
 void Engine::fail_job(Job& j, EngineError::Code code, const std::string& message) {
   if (!j.failure) j.failure = EngineError(code, message);
+  dispatcher_.stop_job(j.id);
   j.cv.notify_all();
 }
 
@@ -921,12 +857,13 @@ void Engine::release(Job& j) {
   }
   j.pending.clear();
   j.sent.clear();
-  set_queued(j, 0);
+  dispatcher_.remove_job(j.id);
   j.ds->sampler->remove_job(j.slot);
   j.ds->jobs.erase(j.slot);
   jobs_.erase(j.id);
   j.cv.notify_all();
   space_cv_.notify_all();
+  dispatch_cv_.notify_all();
   check_invariants("releasing a job");
 }
 
@@ -975,8 +912,8 @@ v1::StatusReply Engine::status() {
     s->set_epoch(j->epoch);
     s->set_delivered(j->delivered);
     s->set_delivered_in_epoch(j->delivered_in_epoch);
-    s->set_items_per_second(j->rate);
-    s->set_queued(j->queued);
+    s->set_items_per_second(dispatcher_.rate(id));
+    s->set_queued(dispatcher_.queued(id));
     s->set_batch_size(j->batch);
     s->set_epochs(j->epochs);
     s->set_augment(j->augment);

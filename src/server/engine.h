@@ -2,19 +2,17 @@
 // sampler), the jobs, the shared-memory arena with its cache, the dispatcher thread that forms
 // sampler rounds in real time, and the loader threads that read and prepare items.
 //
-// Rounds are paced on a virtual clock (DESIGN §5): each job earns credit at its measured
-// consumption rate (a new job starts from the median rate of the others on its dataset); a
-// round starts when a job has credit ≥ 1 and includes every job with positive credit whose
-// decided-but-unacknowledged queue is below `prefetch` batches, so jobs of equal speed land in
-// the same rounds whatever their jitter. A job
-// whose queue falls below one batch gets catch-up credit; a stalled job stops earning credit
-// when its queue is full.
+// Rounds are paced by the Dispatcher (src/dispatch/dispatcher.h), the same one the simulator runs:
+// jobs earn credit at their measured consumption rates, a round starts when one has a whole item
+// of credit and every job with positive credit joins it, so that jobs of equal speed land in the
+// same rounds whatever their jitter; the dispatcher thread sleeps until the next round is due or
+// an event (acknowledgement, join, leave) wakes it.
 //
 // Memory: decided items are reserved in whole batches (ceil(queued / B) · B · item bytes per
-// job), and a job starts a new batch only when its reservation fits in the arena. Pinned bytes
-// never exceed reservations, so a decided item can always be loaded (evicting unpinned items)
-// and every reserved batch completes: no deadlock, whatever the number of jobs. A job whose one
-// batch exceeds the arena is refused at registration.
+// job), and a job starts a new batch only when its reservation fits in the arena (the
+// Dispatcher's admission rule). Pinned bytes never exceed reservations, so a decided item can
+// always be loaded (evicting unpinned items) and every reserved batch completes: no deadlock,
+// whatever the number of jobs. A job whose one batch exceeds the arena is refused at registration.
 //
 // Thread safety: every public method may be called from any thread.
 #pragma once
@@ -35,6 +33,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "dispatch/dispatcher.h"
 #include "joader.pb.h"
 #include "prep/image_prep.h"
 #include "sampler/sampler.h"
@@ -69,7 +68,6 @@ struct EngineOptions {
   // Seeds every dataset's sampler (mixed with the dataset's index) for reproducible tests; unset:
   // a fresh random seed per dataset.
   std::optional<uint64_t> seed;
-  std::chrono::microseconds tick{1000};
   // Where the dataset registrations are kept, so that a restarted daemon has them again;
   // empty: not kept.
   std::string state_path;
@@ -163,24 +161,22 @@ class Engine {
     std::vector<std::pair<Job*, Entry*>> waiters;
   };
 
+  // Forms the rounds the dispatcher says are due; sleeps until the next one is, or an event.
   void dispatch_loop();
-  void pace(Dataset& ds, double dt);
-  // May receive an item now, credit aside, when admitted_bytes of new batches are already being
-  // started in the same round.
-  bool can_take(const Job& j, uint64_t admitted_bytes) const;
-  void decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
+  // Decides one round of `ready` jobs; false if the sampler decided nothing. mu_ held.
+  bool decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
+  double now() const;  // seconds since the engine started: the dispatcher's clock
   void loader_loop();
   void finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error);
-  void set_queued(Job& j, uint64_t queued);
-  uint64_t reservation(const Job& j) const;
   bool batch_ready(Job& j, size_t* take);
   void release(Job& j);
   void fail_job(Job& j, EngineError::Code code, const std::string& message);
   std::shared_ptr<Job> find_job(JobId id);
   v1::DatasetInfo info(const Dataset& ds) const;
   // mu_ held. When options_.check_invariants: the allocator's free bytes equal the cache's
-  // capacity minus its used bytes, every cached item has its arena blocks (one entry), the
-  // reservations add up and fit in the arena, pinned bytes are resident bytes. Aborts naming
+  // capacity minus its used bytes, every cached item has its arena blocks (one entry), each job's
+  // decided items are what the dispatcher counts, the reservations fit in the arena, pinned bytes
+  // are resident bytes. Aborts naming
   // `after` (the operation just done) when one does not hold.
   void check_invariants(const char* after) const;
   // Own-size datasets: reads each item's header (outside the lock) and returns the largest stored
@@ -194,6 +190,7 @@ class Engine {
   const EngineOptions options_;
   SharedArena arena_;
   ArenaAllocator allocator_;
+  Dispatcher dispatcher_;  // pacing, rounds, reservations
   std::unique_ptr<Cache> cache_;
   std::unordered_map<CacheKey, Resident> resident_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
@@ -210,7 +207,6 @@ class Engine {
   JobId next_job_id_ = 1;
   std::unordered_map<CacheKey, Load> loads_;
   std::deque<CacheKey> tasks_;
-  uint64_t reserved_bytes_ = 0;
   uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0, n_split_items_ = 0;
   // Seconds to read and prepare each load (kLoadBounds[i] is the upper bound of bucket i; one more
   // bucket for the rest).
@@ -219,7 +215,7 @@ class Engine {
   uint64_t load_counts_[std::size(kLoadBounds) + 1] = {};
   double load_seconds_sum_ = 0;
 
-  std::thread dispatcher_;
+  std::thread dispatch_thread_;
   std::vector<std::thread> loaders_;
 };
 

@@ -147,7 +147,7 @@ Scenario parse_scenario(const std::string& text) {
     const json& j = doc["jobs"][i];
     const std::string where = "jobs[" + std::to_string(i) + "]";
     if (!j.is_object()) fail(where, "expected an object");
-    reject_unknown_fields(j, where, {"name", "subset", "start", "stop", "speed", "epochs"});
+    reject_unknown_fields(j, where, {"name", "subset", "start", "stop", "speed", "epochs", "batch", "prefetch", "jitter"});
     JobSpec job;
     job.name = "job" + std::to_string(i);
     if (j.contains("name")) {
@@ -170,6 +170,15 @@ Scenario parse_scenario(const std::string& text) {
       if (!(job.speed > 0) || !std::isfinite(job.speed)) {
         fail(where + ".speed", "must be a positive number of items per step, got " + j["speed"].dump());
       }
+    }
+    if (j.contains("batch")) job.batch = static_cast<uint32_t>(get_uint(j["batch"], where + ".batch", 1u << 20));
+    if (job.batch == 0) fail(where + ".batch", "must be at least 1");
+    if (j.contains("prefetch")) job.prefetch = static_cast<uint32_t>(get_uint(j["prefetch"], where + ".prefetch", 1024));
+    if (job.prefetch == 0) fail(where + ".prefetch", "must be at least 1");
+    if (j.contains("jitter")) {
+      if (!j["jitter"].is_number()) fail(where + ".jitter", "expected a number, got " + j["jitter"].dump());
+      job.jitter = j["jitter"].get<double>();
+      if (!(job.jitter >= 0 && job.jitter < 1)) fail(where + ".jitter", "must be in [0, 1), got " + j["jitter"].dump());
     }
     job.epochs = sc.epochs;
     if (j.contains("epochs")) job.epochs = static_cast<uint32_t>(get_uint(j["epochs"], where + ".epochs", 1u << 30));

@@ -1,7 +1,8 @@
 // Scenario: the input of `joader simulate` (DESIGN §6), parsed and validated from JSON.
 //
 // Fields: universe (item count), cache_items, epochs, seed, sampler (dsa|independent|lockstep),
-// policy (refcnt|lru|fifo|belady|rate), jobs: [{name, subset, start, speed, epochs?, stop?}] with
+// policy (refcnt|lru|fifo|belady|rate), jobs: [{name, subset, start, speed, epochs?, stop?, batch?,
+// prefetch?, jitter?}] with
 // subset one of {"all": true} | {"range": [lo, hi)} | {"ids": [...]} | {"sample": count, "seed": s}.
 // {"sample": c, "seed": s} is the first c ids of a permutation of the universe drawn from s, so
 // samples with one seed are nested: the 25/50/75/100 % subsets of S4 share one seed.
@@ -31,6 +32,11 @@ struct JobSpec {
   std::optional<uint64_t> stop;
   double speed = 1.0;
   uint32_t epochs = 1;
+  uint32_t batch = 1;     // items the job consumes (and acknowledges) at a time
+  uint32_t prefetch = 4;  // batches decided ahead, as the daemon's jobs
+  // Each batch takes batch / speed steps × (1 + u), u uniform in [-jitter, jitter]: a training
+  // step's time varies.
+  double jitter = 0;
 };
 
 struct Scenario {

@@ -2,18 +2,30 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
+#include <deque>
 #include <limits>
 #include <memory>
+#include <random>
 
 #include "cache/cache.h"
+#include "common/rng.h"
+#include "dispatch/dispatcher.h"
 #include "sampler/sampler.h"
 
 namespace joader {
 namespace {
 
+// The simulator's time unit: one step is a millisecond on the dispatcher's clock, so a job of
+// speed 1 consumes 1000 items/s and the dispatcher's rate windows (0.2 s) span 200 steps.
+constexpr double kStepSeconds = 1e-3;
+
 struct JobRun {
-  double credit = 0;
+  double appetite = 0;  // items the job's consumer may take now (earned at `speed` per step)
+  double cost = 0;      // items of appetite its next batch takes (batch × (1 + jitter draw))
+  double waited = 0;    // seconds its consumer waited for a batch since its last acknowledgement
+  // Its decided, unconsumed items, oldest first, and whether each holds a pin in the cache (as in
+  // the daemon, an item waiting for its consumer cannot be evicted).
+  std::deque<std::pair<ItemId, bool>> queue;
   JobSlot slot = -1;
   bool started = false;
   bool done = false;
@@ -23,17 +35,18 @@ struct JobRun {
 // distinct items with the round's index.
 class Run {
  public:
-  Run(const Scenario& sc, Sampler& sampler) : sc_(sc), sampler_(sampler), jobs_(sc.jobs.size()) {}
+  Run(const Scenario& sc, Sampler& sampler)
+      : sc_(sc), sampler_(sampler), jobs_(sc.jobs.size()), dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0) {}
 
   uint64_t round_index() const { return result_.rounds; }
-  double speed_of_slot(JobSlot s) const { return sc_.jobs[slot_job_[s]].speed; }
+  const Dispatcher& dispatcher() const { return dispatcher_; }
 
   SimResult run(Cache* cache, const std::function<void(const TraceEvent&)>& on_delivery,
                 const std::function<void(uint64_t, const std::vector<ItemId>&)>& on_round) {
+    cache_ = cache;
     result_.jobs.resize(sc_.jobs.size());
     for (size_t i = 0; i < sc_.jobs.size(); ++i) result_.jobs[i].name = sc_.jobs[i].name;
     size_t remaining = sc_.jobs.size();
-    std::vector<JobSlot> ready;
     std::vector<Decision> decisions;
     std::vector<ItemId> distinct;
     std::vector<bool> distinct_hit;
@@ -47,6 +60,7 @@ class Run {
         else next_start = std::min(next_start, sc_.jobs[i].start);
       }
       if (!any_active && next_start > t) t = next_start;
+      const double now = double(t) * kStepSeconds;
 
       for (size_t i = 0; i < jobs_.size(); ++i) {
         JobRun& j = jobs_[i];
@@ -61,18 +75,31 @@ class Run {
           j.slot = sampler_.add_job(spec.subset, spec.epochs);
           slot_job_[j.slot] = i;
           j.started = true;
+          dispatcher_.add_job(i, {0, j.slot, spec.batch, spec.prefetch, 1}, now);
+          j.cost = batch_cost(spec);
         }
-        if (j.started) j.credit = std::min(j.credit + spec.speed, spec.speed + 1.0);
+        if (!j.started) continue;
+        // The consumer: it earns `speed` items per step and takes whole batches from its queue of
+        // decided items, acknowledging each; waiting for a batch, it banks at most one batch more.
+        // A step in which it could take a batch but none is there is a step spent waiting: it is
+        // reported with the next acknowledgement, as the daemon's clients report theirs.
+        j.appetite = std::min(j.appetite + spec.speed, spec.speed + j.cost);
+        while (j.appetite >= j.cost && dispatcher_.queued(i) >= spec.batch) {
+          for (uint32_t k = 0; k < spec.batch; ++k) {
+            if (j.queue.front().second) cache_->unpin(j.queue.front().first);
+            j.queue.pop_front();
+          }
+          dispatcher_.acknowledged(i, spec.batch, j.waited);
+          j.waited = 0;
+          j.appetite -= j.cost;
+          j.cost = batch_cost(spec);
+        }
+        if (j.appetite >= j.cost) j.waited += kStepSeconds;
       }
 
-      for (;;) {
-        ready.clear();
-        for (const JobRun& j : jobs_) {
-          if (j.started && !j.done && j.credit >= 1.0) ready.push_back(j.slot);
-        }
-        if (ready.empty()) break;
-        sampler_.round(ready, decisions);
-        if (decisions.empty()) break;  // lockstep: blocked on a job without credit
+      while (auto due = dispatcher_.next_round(now)) {
+        sampler_.round(due->slots, decisions);
+        if (decisions.empty()) break;  // lockstep: blocked on a job not in this round
 
         distinct.clear();
         distinct_hit.clear();
@@ -99,7 +126,10 @@ class Run {
           ++result_.deliveries;
           result_.hits += hit;
           ++result_.jobs[i].deliveries;
-          jobs_[i].credit -= 1.0;
+          dispatcher_.decided(i, 1);
+          const bool pinned = cache != nullptr && cache->contains(d.item);
+          if (pinned) cache->pin(d.item);
+          jobs_[i].queue.emplace_back(d.item, pinned);
           if (on_delivery) on_delivery(TraceEvent{t, i, d.epoch, d.item, hit});
         }
         for (const Decision& d : decisions) {
@@ -116,18 +146,31 @@ class Run {
   }
 
  private:
+  double batch_cost(const JobSpec& spec) {
+    if (spec.jitter == 0) return spec.batch;
+    return spec.batch * (1 + std::uniform_real_distribution<double>(-spec.jitter, spec.jitter)(jitter_rng_.engine()));
+  }
+
   void finish(size_t i, uint64_t t) {
     JobRun& j = jobs_[i];
     result_.jobs[i].epochs = sampler_.epoch(j.slot);
     result_.jobs[i].end_step = t;
     sampler_.remove_job(j.slot);
+    dispatcher_.remove_job(i);
+    for (const auto& [item, pinned] : j.queue) {
+      if (pinned) cache_->unpin(item);
+    }
+    j.queue.clear();
     j.done = true;
   }
 
   const Scenario& sc_;
   Sampler& sampler_;
   std::vector<JobRun> jobs_;
+  Dispatcher dispatcher_;
+  Cache* cache_ = nullptr;
   std::array<size_t, kMaxJobs> slot_job_{};
+  Rng jitter_rng_{sc_.seed ^ 0x9e3779b97f4a7c15ull};  // the consumers' jitter: the same in every pass
   SimResult result_;
 };
 
@@ -153,14 +196,7 @@ SimResult simulate(const Scenario& sc, const std::function<void(const TraceEvent
   PolicyContext ctx;
   const RemainingSets& sets = sampler->sets();
   ctx.signature = [&sets](CacheKey k) { return sets.signature(key_item(k)); };
-  ctx.request_rate = [&sets, &run](uint32_t, uint64_t sig) {
-    double rate = 0;
-    for (uint64_t rest = sig; rest != 0; rest &= rest - 1) {
-      const JobSlot j = std::countr_zero(rest);
-      rate += run.speed_of_slot(j) / double(sets.size(j));
-    }
-    return rate;
-  };
+  ctx.request_rate = [&sets, &run](uint32_t, uint64_t sig) { return run.dispatcher().request_rate(0, sig, sets); };
   if (sc.policy == "belady") {
     ctx.next_use = [&run, &uses](CacheKey k) -> uint64_t {
       const auto& u = uses[key_item(k)];

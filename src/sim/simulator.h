@@ -1,13 +1,17 @@
 // Simulator: runs a Scenario on a virtual clock with the same Sampler and Cache/EvictionPolicy
 // classes as the daemon.
 //
-// Clock: integer steps. A job is active from step `start` (until `stop` or its last epoch). At
-// each step every active job gains `speed` credit; then, while some job has credit ≥ 1, a round is
-// formed from all jobs with credit ≥ 1; each gets one item and spends 1 credit. A round's distinct
-// items not in the cache are loads (one load per item, however many jobs got it); then they enter
-// the cache under the policy. A delivery is a hit when its item was resident at the start of the
-// round. Under `lockstep` a round may be blocked (the shared order waits for a job without
-// credit); credit then stops accumulating beyond one step's worth plus one item.
+// Clock: integer steps of one millisecond on the Dispatcher's clock (src/dispatch/dispatcher.h), the
+// same dispatcher the daemon runs: a job is active from step `start` (until `stop` or its last
+// epoch); each step its consumer earns `speed` items and takes whole batches of `batch` items
+// from its queue of decided items, acknowledging them; then the dispatcher forms every round
+// that is due (credit at the measured rates, catch-up below one batch, `prefetch` batches
+// ahead). A round's distinct items not in the cache are loads (one load per item, however many
+// jobs got it); then they enter the cache under the policy. A delivery is a hit when its item
+// was resident at the start of the round, and is counted when it is decided (the simulator has
+// no load latency); as in the daemon, a decided item stays pinned in the cache until its job
+// consumes it. Under `lockstep` a round may be blocked (the shared order waits for a job
+// outside it); the step then ends.
 //
 // `belady` needs the future: the scenario is run once without a cache to record the trace (the
 // sampler never depends on the cache, so the same seed replays the same trace), then again with

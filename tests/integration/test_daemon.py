@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import JOADER, Daemon, make_images, received
+from conftest import JOADER, Daemon, StatusWatch, error_time, make_images, received
 
 SYNTH = "synthetic:400:48x40"
 
@@ -42,43 +42,54 @@ def test_three_jobs_with_overlapping_subsets_staggered_and_at_different_speeds(d
     assert s["jobs"] == [] and s["pinned_bytes"] == 0
 
 
-def simulated_ld(workdir, sampler, jobs, items, cache_items):
+def simulated_ld(workdir, sampler, jobs, items, cache_items, seeds=(0,), **job):
+    """`joader simulate` on the same scenario, mean L/D over `seeds`; `job` holds the jobs' batch,
+    prefetch, speed and jitter."""
     scenario = os.path.join(workdir, f"{sampler}.json")
     with open(scenario, "w") as f:
         json.dump({"universe": items, "cache_items": cache_items, "epochs": 1, "sampler": sampler,
-                   "jobs": [{"subset": {"all": True}} for _ in range(jobs)]}, f)
-    out = subprocess.run([JOADER, "simulate", "--scenario", scenario, "--json"], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)["ld_ratio"]
+                   "jobs": [{"subset": {"all": True}, **job} for _ in range(jobs)]}, f)
+    lds = [json.loads(subprocess.run([JOADER, "simulate", "--scenario", scenario, "--json", "--seed", str(seed)],
+                                     check=True, capture_output=True, text=True).stdout)["ld_ratio"]
+           for seed in seeds]
+    return sum(lds) / len(lds)
 
 
 @pytest.mark.parametrize("sampler", ["dsa", "independent"])
-def test_equal_speed_jobs_with_jitter_share_loads_like_the_simulator(daemon_factory, workdir, sampler):
+def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workdir, sampler):
     # 3 jobs, 2000 items of 3 KiB, a cache of 341 items: sharing must come from the coupled
-    # sampler, not from the cache. The simulator gives L/D 0.333 for DSA and 0.740 for the
-    # independent sampler on this scenario; the daemon, with real processes consuming batches at
-    # a jittered pace, must stay within 0.1 of the DSA figure. The independent sampler is the
-    # control that shows the check can fail.
-    daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler))
-    add_synthetic(daemon, source="synthetic:2000:40x36")
-    # The three clients start together (a gate file), as the simulated jobs do: process start-up on
-    # a loaded machine would otherwise skew their starts by hundreds of items.
-    gate = os.path.join(workdir, f"gate-{sampler}")
-    procs = [daemon.client("synth", "--batch", "16", "--epochs", "1", "--delay-ms", "4", "--jitter-ms", "4",
-                           "--start-gate", gate) for _ in range(3)]
-    time.sleep(0.5)
-    open(gate, "w").close()
-    for proc in procs:
-        code, epochs, err = received(proc, timeout=120)
-        assert code == 0, err
-        expect_exact_epochs(epochs, range(2000), 1)
-    ld = daemon.status()["ld_ratio"]
-    reference = simulated_ld(workdir, "dsa", 3, 2000, 341)
-    assert reference == pytest.approx(1 / 3)
+    # sampler, not from the cache. The jobs consume batches of 16 every 4–8 ms (uniform jitter),
+    # 2.67 items/ms on average, ±1/3 per batch; the simulator runs the daemon's dispatcher on the
+    # same scenario (its steps are milliseconds). One run's L/D varies with the seed and the
+    # jitter (simulated, DSA: 0.333–0.389 over seeds 1–8), so the mean of 3 daemon runs must be
+    # within 0.03 of the simulator's mean over 8 seeds, for either sampler: the independent one
+    # (no coupling) is the control that shows the check can fail.
+    runs = []
+    for run in range(3):
+        daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler))
+        add_synthetic(daemon, source="synthetic:2000:40x36")
+        # The three clients start together (a gate file), as the simulated jobs do: process start-up
+        # on a loaded machine would otherwise skew their starts by hundreds of items.
+        gate = os.path.join(workdir, f"gate-{sampler}-{run}")
+        procs = [daemon.client("synth", "--batch", "16", "--epochs", "1", "--delay-ms", "4", "--jitter-ms", "4",
+                               "--start-gate", gate) for _ in range(3)]
+        time.sleep(0.5)
+        open(gate, "w").close()
+        for proc in procs:
+            code, epochs, err = received(proc, timeout=120)
+            assert code == 0, err
+            expect_exact_epochs(epochs, range(2000), 1)
+        runs.append(daemon.status()["ld_ratio"])
+        assert daemon.stop() == 0
+    ld = sum(runs) / len(runs)
+    reference = simulated_ld(workdir, sampler, 3, 2000, 341, seeds=range(1, 9), batch=16, prefetch=4, speed=16 / 6,
+                             jitter=1 / 3)
+    print(f"{sampler}: daemon L/D {ld:.3f} (runs {', '.join(f'{x:.3f}' for x in runs)}), simulator {reference:.3f}")
+    assert abs(ld - reference) < 0.03, f"daemon L/D {ld:.3f} (runs {runs}), simulator {reference:.3f}"
     if sampler == "dsa":
-        assert ld < reference + 0.1, f"daemon L/D {ld:.3f}, simulator {reference:.3f}"
+        assert reference < 0.4
     else:
-        assert ld > reference + 0.2, f"independent sampler: L/D {ld:.3f}"
+        assert reference > 0.6
 
 
 def test_a_killed_client_releases_its_pins_within_a_second(daemon):
@@ -91,13 +102,15 @@ def test_a_killed_client_releases_its_pins_within_a_second(daemon):
         lines += 1
     time.sleep(0.2)
     assert "victim" in [j["name"] for j in daemon.status()["jobs"]]
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
-    deadline = time.time() + 1.0
-    while "victim" in [j["name"] for j in daemon.status()["jobs"]]:
-        assert time.time() < deadline, "the killed job still holds its place after 1 s"
-        time.sleep(0.05)
-    s = daemon.status()
+    watch = StatusWatch(daemon)
+    try:
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()  # the process is gone (its connection closed): the daemon's 1 s starts here
+        gone = time.monotonic()
+        at, s = watch.wait_for(lambda s: "victim" not in [j["name"] for j in s["jobs"]], since=gone)
+    finally:
+        watch.close()
+    assert at - gone < 1.0, f"the killed job still held its place {at - gone:.2f} s after its death"
     survivors_queue = sum(j["queued"] for j in s["jobs"])
     assert s["pinned_bytes"] <= survivors_queue * 3072, s
     code, epochs, err = received(survivor)
@@ -275,7 +288,8 @@ def test_a_killed_daemon_gives_every_client_a_clear_error_within_a_second(daemon
     for job in jobs:
         code, _, err = received(job, timeout=10)
         assert code == 3 and "lost the Joader daemon" in err, err
-    assert time.monotonic() - killed < 1.0
+        # Timed inside the client (when it saw the loss), not by its exit, which a sanitizer slows.
+        assert error_time(err) - killed < 1.0, f"a client saw the daemon's death {error_time(err) - killed:.2f} s late"
 
 
 def test_a_stopped_client_holds_only_its_own_items_and_resumes_after_sigcont(daemon):

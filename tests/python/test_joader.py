@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -29,13 +30,16 @@ def chi_square_pvalue(counts):
                                          torch.tensor(stat / 2, dtype=torch.float64)))
 
 
-def run_jobs(jobs):
-    """Runs Loaders in threads (the native calls release the GIL); returns {name: [[ids] per epoch]}."""
+def run_jobs(jobs, seconds_per_batch=0.0):
+    """Runs Loaders in threads (the native calls release the GIL); returns {name: [[ids] per epoch]}.
+    With seconds_per_batch, each job "trains" that long on every batch, as a real job paces itself."""
     results = {}
 
     def consume(name, loader):
         epochs = []
         for batch in loader:
+            if seconds_per_batch:
+                time.sleep(seconds_per_batch)
             if batch.epoch == len(epochs):
                 epochs.append([])
             epochs[batch.epoch].extend(batch.indices.tolist())
@@ -67,7 +71,11 @@ def test_three_python_jobs_get_exact_epochs(client):
 def permutation_pvalues_through_a_daemon(workdir, sampler):
     """Three jobs on 5 items with overlapping 4-item subsets, through a daemon whose samplers are
     seeded (--seed; the rounds still depend on real-time pacing); per job, the p-value of its
-    per-epoch permutation frequencies against the uniform law on 24 permutations."""
+    per-epoch permutation frequencies against the uniform law on 24 permutations. The jobs pace
+    themselves at one batch of 2 per 2 ms, as training jobs do: the coupling, which the biased
+    control needs to show its bias, comes from jobs of equal speed sharing rounds. (Unpaced, each
+    job drains its queue as fast as Python allows and often gets rounds of its own, so the control
+    was sometimes not rejected.)"""
     from conftest import Daemon
     daemon = Daemon(workdir, name=sampler, extra=("--seed", "7", "--sampler", sampler))
     try:
@@ -77,7 +85,7 @@ def permutation_pvalues_through_a_daemon(workdir, sampler):
         epochs = 1200
         loaders = {n: joader.Loader("tiny", name=n, indices=s, batch_size=2, epochs=epochs, client=client)
                    for n, s in subsets.items()}
-        results = run_jobs(loaders)
+        results = run_jobs(loaders, seconds_per_batch=0.002)
         pvalues = {}
         for name, subset in subsets.items():
             perms = {p: i for i, p in enumerate(itertools.permutations(subset))}
@@ -88,6 +96,7 @@ def permutation_pvalues_through_a_daemon(workdir, sampler):
                 counts[perms[tuple(epoch)]] += 1
             pvalues[name] = chi_square_pvalue(counts)
         assert client.status()["loads"] < client.status()["deliveries"]
+        print(sampler, pvalues, client.status()["ld_ratio"])
         return pvalues
     finally:
         assert daemon.stop() == 0

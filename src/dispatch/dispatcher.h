@@ -1,0 +1,144 @@
+// Dispatcher: decides *when* jobs take part in a sampler round, and which ones. The one rule for
+// the daemon (src/server/engine.cc drives it on the steady clock) and the simulator
+// (src/sim/simulator.cc drives it on its virtual clock). It holds numbers only — credits, rates,
+// queue lengths, reservations; the owner keeps the decided items themselves.
+//
+// Clock: the owner passes the time (seconds, any origin, never decreasing) to every call that
+// needs it; there is no clock inside, so tests and the simulator run it on virtual time.
+//
+// Pacing. Jobs are grouped (a group = one dataset = one sampler). Each job earns credit at its
+// consumption rate, measured from its acknowledgements: items acknowledged over the window's time
+// minus the time its consumer waited for data (at least a quarter of the window), a moving
+// average over `rate_window` seconds (smoothing 0.3), with a first estimate once it has
+// acknowledged two batches over at least `first_window` seconds; until then it earns at the
+// median rate of its group's measured jobs (nothing if none is measured). Credit is capped at one
+// batch (or one round interval's worth plus an item, if that is more), and at one item while the
+// job's queue is full. A job whose queue (decided, not yet acknowledged items) is below one batch
+// gets catch-up credit up to that batch.
+// A round of a group is due when one of its jobs that may take an item has credit ≥ 1; every job
+// of the group with positive credit that may take an item joins it (borrowing up to one item), so
+// that jobs of equal speed land in the same rounds whatever their jitter.
+//
+// Memory. A job may take an item while its queue is below `prefetch` batches, and starting a new
+// batch reserves a whole batch of `item_bytes` (ceil(queue / batch) · batch · item_bytes per job).
+// A job starts a batch only when that fits in `capacity` on top of every reservation *and* of the
+// batches that the jobs admitted before it in the same round are starting (checking each against
+// the start-of-round total once let two jobs share the last free batch; see docs/DAEMON.md). When
+// fewer new batches fit than jobs want, the jobs holding the fewest batches are admitted first.
+//
+// Waking: next_due() tells the owner when a round will next be due if nothing happens; only an
+// event (an acknowledgement, a job joining or leaving) can make one due earlier. An idle daemon,
+// or one whose jobs all have full queues, therefore sleeps until such an event. Rounds are formed
+// at most once per `round_interval` (1 ms): all the rounds due at that moment, one after another.
+//
+// Not thread-safe: the owner serialises calls (the daemon holds its engine mutex).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "common/types.h"
+#include "sampler/remaining_sets.h"
+
+namespace joader {
+
+struct DispatcherOptions {
+  double rate_window = 0.2;   // seconds per rate sample
+  double first_window = 0.02; // the shortest window for a new job's first estimate
+  double smoothing = 0.3;     // weight of the newest sample
+  // Rounds are formed at most once per interval (all that are due then, one after the other), so
+  // that jobs whose acknowledgements arrive within it share rounds — the simulator's step. Waking
+  // on every acknowledgement instead would give each job rounds of its own and lose the sharing.
+  double round_interval = 1e-3;
+};
+
+class Dispatcher {
+ public:
+  using JobKey = uint64_t;  // the owner's name for a job
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  struct JobConfig {
+    uint32_t group = 0;         // the job's dataset: rounds are per group
+    JobSlot slot = 0;           // its slot in the group's sampler
+    uint32_t batch = 1;         // items per batch (≥ 1)
+    uint32_t prefetch = 4;      // batches decided ahead (≥ 1)
+    uint64_t item_bytes = 0;    // reserved per decided item
+  };
+  struct Round {
+    uint32_t group = 0;
+    std::vector<JobSlot> slots;  // ascending
+  };
+
+  // `capacity`: bytes that reservations may use in all (the arena); `now`: the current time.
+  Dispatcher(uint64_t capacity, double now, DispatcherOptions options = {});
+
+  void add_job(JobKey job, const JobConfig& config, double now);
+  // The job leaves: its queue and reservation are dropped. Unknown keys are ignored.
+  void remove_job(JobKey job);
+  // The job takes no more items (its sampler finished, or it failed); its reservation stays
+  // until its items are acknowledged or it is removed.
+  void stop_job(JobKey job);
+
+  // `items` decided for the job (in a round): they join its queue and spend its credit.
+  void decided(JobKey job, uint64_t items);
+  // `items` of the job's queue were consumed and acknowledged: they count for its rate.
+  // `waited`: seconds its consumer spent waiting for them (the client measures it), which do not
+  // count as consuming time, so that a job held back by supply is measured at the rate it could
+  // consume rather than at the rate it was supplied.
+  void acknowledged(JobKey job, uint64_t items, double waited = 0);
+  // `items` left the job's queue without being consumed (dropped, skipped).
+  void dropped(JobKey job, uint64_t items);
+
+  // Earns credit up to `now` (once per distinct `now`), then returns the next round that is due,
+  // if any. Call it again after the sampler decided (and decided() was told) until it returns
+  // nothing: rounds due at the same moment come one after the other.
+  std::optional<Round> next_round(double now);
+  // When a round will next be due if no event happens: `now` or later; kNever if only an event
+  // can make one due. Valid after next_round(now) returned nothing.
+  double next_due(double now) const;
+
+  // The request rate (items/s) for an item of the given signature in a group: the sum over the
+  // jobs whose remaining set holds it of rate / |R_j| — the `rate` cache policy's λ.
+  double request_rate(uint32_t group, uint64_t signature, const RemainingSets& sets) const;
+
+  uint64_t reserved_bytes() const { return reserved_; }
+  uint64_t capacity() const { return capacity_; }
+  uint64_t queued(JobKey job) const { return jobs_.at(job).queued; }
+  double rate(JobKey job) const { return jobs_.at(job).rate; }
+  double credit(JobKey job) const { return jobs_.at(job).credit; }
+  // Whether the job's queue holds all it may (prefetch batches).
+  bool full(JobKey job) const;
+
+ private:
+  struct Job {
+    JobConfig config;
+    bool stopped = false;
+    uint64_t queued = 0;
+    double credit = 0, rate = 0;
+    uint64_t acked_in_window = 0;
+    double waited_in_window = 0;
+    double window_start = 0;
+  };
+
+  static double catch_up(const Job& j);  // credit for a queue below one batch
+  uint64_t reservation(const Job& j) const;
+  void set_queued(Job& j, uint64_t queued);
+  bool can_take(const Job& j, uint64_t admitted) const;
+  void advance(double now);
+  bool may_form_rounds(double now) const;
+  double next_credit_due(double now) const;  // next_due, the round interval aside
+  double median_rate(uint32_t group) const;
+
+  const DispatcherOptions options_;
+  const uint64_t capacity_;
+  uint64_t reserved_ = 0;
+  double last_ = 0;
+  double round_time_ = -kNever;  // when rounds were last formed
+  std::map<JobKey, Job> jobs_;
+  std::map<uint32_t, std::map<JobSlot, JobKey>> groups_;
+};
+
+}  // namespace joader
