@@ -33,15 +33,18 @@ void Dispatcher::stop_job(JobKey key) { jobs_.at(key).stopped = true; }
 
 void Dispatcher::decided(JobKey key, uint64_t items) {
   Job& j = jobs_.at(key);
-  j.credit -= double(items);
+  // Items that bring a queue up to one batch are its catch-up: they cost no credit, so that a job
+  // whose consumer outruns its credit is supplied its batch *and* its credit, and its measured
+  // rate (what it consumed) can grow past what it was credited.
+  const uint64_t free = j.queued < j.config.batch ? std::min<uint64_t>(items, j.config.batch - j.queued) : 0;
+  j.credit -= double(items - free);
   set_queued(j, j.queued + items);
 }
 
-void Dispatcher::acknowledged(JobKey key, uint64_t items, double waited) {
+void Dispatcher::acknowledged(JobKey key, uint64_t items) {
   Job& j = jobs_.at(key);
   set_queued(j, j.queued - std::min(items, j.queued));
   j.acked_in_window += items;
-  if (waited > 0) j.waited_in_window += waited;
 }
 
 void Dispatcher::dropped(JobKey key, uint64_t items) {
@@ -52,13 +55,6 @@ void Dispatcher::dropped(JobKey key, uint64_t items) {
 bool Dispatcher::full(JobKey key) const {
   const Job& j = jobs_.at(key);
   return j.queued >= uint64_t{j.config.prefetch} * j.config.batch;
-}
-
-double Dispatcher::catch_up(const Job& j) {
-  // Up to one batch. (Crediting a starved job its whole prefetch instead cost the daemon most of
-  // its sharing — L/D 0.55 instead of 0.36 for three jittered jobs — since jobs waiting on loads
-  // then filled their queues in rounds of their own.)
-  return double(j.config.batch) - double(j.queued);
 }
 
 uint64_t Dispatcher::reservation(const Job& j) const {
@@ -101,14 +97,9 @@ void Dispatcher::advance(double now) {
       const double window = now - j.window_start;
       const bool first = j.rate == 0 && j.acked_in_window >= 2 * uint64_t{j.config.batch} && window >= options_.first_window;
       if (window >= options_.rate_window || first) {
-        // Time spent waiting for data is not consuming time: a job held back by supply (its
-        // queue ran dry) is credited at the rate it could consume, so its estimate can grow past
-        // what it was supplied. At most 4× the plain rate, so one long wait cannot run it away.
-        const double busy = std::max(window - j.waited_in_window, window / 4);
-        const double instant = double(j.acked_in_window) / busy;
+        const double instant = double(j.acked_in_window) / window;
         j.rate = j.rate == 0 ? instant : (1 - options_.smoothing) * j.rate + options_.smoothing * instant;
         j.acked_in_window = 0;
-        j.waited_in_window = 0;
         j.window_start = now;
       }
     }
@@ -122,10 +113,13 @@ void Dispatcher::advance(double now) {
       // rounds of its own.
       const bool full = j.queued >= uint64_t{j.config.prefetch} * j.config.batch;
       const double cap = full ? 1.0 : std::max(double(j.config.batch), rate * options_.round_interval + 1);
-      if (j.credit < cap) j.credit = std::min(j.credit + rate * dt, cap);  // catch-up credit above it is kept
-      if (j.queued < j.config.batch) j.credit = std::max(j.credit, catch_up(j));
+      j.credit = std::min(j.credit + rate * dt, cap);
     }
   }
+}
+
+bool Dispatcher::is_due(const Job& j) {
+  return j.credit >= 1.0 || j.queued < j.config.batch;  // a whole item of credit, or short of a batch
 }
 
 bool Dispatcher::may_form_rounds(double now) const {
@@ -141,21 +135,22 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
   for (auto& [group, members] : groups_) {
     order.clear();
     for (const auto& [slot, key] : members) order.push_back(&jobs_.at(key));
-    // Due jobs (a whole item of credit) before the ones that would only join, so a joiner never
-    // takes the last free batch from a job that is due; among them, the jobs holding the fewest
-    // batches first, so a job just acknowledged down to nothing is not kept waiting.
+    // Due jobs (a whole item of credit, or short of a batch) before the ones that would only
+    // join, so a joiner never takes the last free batch from a job that is due; among them, the
+    // jobs holding the fewest batches first, so a job just acknowledged down to nothing is not
+    // kept waiting.
     std::sort(order.begin(), order.end(), [](const Job* a, const Job* b) {
-      return std::tuple(a->credit < 1.0, a->queued / a->config.batch, a->config.slot) <
-             std::tuple(b->credit < 1.0, b->queued / b->config.batch, b->config.slot);
+      return std::tuple(!is_due(*a), a->queued / a->config.batch, a->config.slot) <
+             std::tuple(!is_due(*b), b->queued / b->config.batch, b->config.slot);
     });
     Round round;
     round.group = group;
     bool due = false;
     uint64_t admitted = 0;
     for (const Job* j : order) {
-      if (j->credit > 0 && can_take(*j, admitted)) {
+      if ((j->credit > 0 || is_due(*j)) && can_take(*j, admitted)) {
         round.slots.push_back(j->config.slot);
-        due = due || j->credit >= 1.0;
+        due = due || is_due(*j);
         if (j->queued % j->config.batch == 0) admitted += uint64_t{j->config.batch} * j->config.item_bytes;
       }
     }
@@ -180,11 +175,9 @@ double Dispatcher::next_credit_due(double now) const {
     for (const auto& [slot, key] : members) {
       const Job& j = jobs_.at(key);
       if (!can_take(j, 0)) continue;  // stopped, full, or waiting for room: only an event helps
-      double credit = j.credit;
-      if (j.queued < j.config.batch) credit = std::max(credit, catch_up(j));
-      if (credit >= 1.0) return now;
+      if (is_due(j)) return now;
       const double rate = j.rate > 0 ? j.rate : median;
-      if (rate > 0) due = std::min(due, now + (1.0 - credit) / rate);
+      if (rate > 0) due = std::min(due, now + (1.0 - j.credit) / rate);
       // A new job's first rate estimate: due when its first window closes.
       if (j.rate == 0 && j.acked_in_window >= 2 * uint64_t{j.config.batch}) {
         due = std::min(due, std::max(now, j.window_start + options_.first_window));

@@ -7,17 +7,19 @@
 // needs it; there is no clock inside, so tests and the simulator run it on virtual time.
 //
 // Pacing. Jobs are grouped (a group = one dataset = one sampler). Each job earns credit at its
-// consumption rate, measured from its acknowledgements: items acknowledged over the window's time
-// minus the time its consumer waited for data (at least a quarter of the window), a moving
-// average over `rate_window` seconds (smoothing 0.3), with a first estimate once it has
-// acknowledged two batches over at least `first_window` seconds; until then it earns at the
+// consumption rate, measured from its acknowledgements: a moving average over `rate_window`
+// seconds (smoothing 0.3), with a first estimate once it has acknowledged two batches over at
+// least `first_window` seconds; until then it earns at the
 // median rate of its group's measured jobs (nothing if none is measured). Credit is capped at one
 // batch (or one round interval's worth plus an item, if that is more), and at one item while the
 // job's queue is full. A job whose queue (decided, not yet acknowledged items) is below one batch
-// gets catch-up credit up to that batch.
-// A round of a group is due when one of its jobs that may take an item has credit ≥ 1; every job
-// of the group with positive credit that may take an item joins it (borrowing up to one item), so
-// that jobs of equal speed land in the same rounds whatever their jitter.
+// catches up: it is due, and the items that bring it up to one batch cost no credit (so a job
+// whose consumer outruns its credit is supplied more than its credit, and its measured rate can
+// grow).
+// A round of a group is due when one of its jobs that may take an item has credit ≥ 1 or is short
+// of a batch; every job of the group with positive credit that may take an item joins it
+// (borrowing up to one item), so that jobs of equal speed land in the same rounds whatever their
+// jitter.
 //
 // Memory. A job may take an item while its queue is below `prefetch` batches, and starting a new
 // batch reserves a whole batch of `item_bytes` (ceil(queue / batch) · batch · item_bytes per job).
@@ -85,10 +87,7 @@ class Dispatcher {
   // `items` decided for the job (in a round): they join its queue and spend its credit.
   void decided(JobKey job, uint64_t items);
   // `items` of the job's queue were consumed and acknowledged: they count for its rate.
-  // `waited`: seconds its consumer spent waiting for them (the client measures it), which do not
-  // count as consuming time, so that a job held back by supply is measured at the rate it could
-  // consume rather than at the rate it was supplied.
-  void acknowledged(JobKey job, uint64_t items, double waited = 0);
+  void acknowledged(JobKey job, uint64_t items);
   // `items` left the job's queue without being consumed (dropped, skipped).
   void dropped(JobKey job, uint64_t items);
 
@@ -119,11 +118,10 @@ class Dispatcher {
     uint64_t queued = 0;
     double credit = 0, rate = 0;
     uint64_t acked_in_window = 0;
-    double waited_in_window = 0;
     double window_start = 0;
   };
 
-  static double catch_up(const Job& j);  // credit for a queue below one batch
+  static bool is_due(const Job& j);
   uint64_t reservation(const Job& j) const;
   void set_queued(Job& j, uint64_t queued);
   bool can_take(const Job& j, uint64_t admitted) const;

@@ -829,7 +829,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
     throw EngineError(EngineError::kInvalidArgument, "acknowledgement of unknown batch " + std::to_string(seq));
   }
   for (const Entry& e : it->second) cache_->unpin(cache_key(job->ds->index, e.item));
-  dispatcher_.acknowledged(id, it->second.size(), std::isfinite(wait_seconds) ? wait_seconds : 0);
+  dispatcher_.acknowledged(id, it->second.size());
   job->sent.erase(it);
   job->cv.notify_all();
   space_cv_.notify_all();

@@ -22,7 +22,6 @@ constexpr double kStepSeconds = 1e-3;
 struct JobRun {
   double appetite = 0;  // items the job's consumer may take now (earned at `speed` per step)
   double cost = 0;      // items of appetite its next batch takes (batch × (1 + jitter draw))
-  double waited = 0;    // seconds its consumer waited for a batch since its last acknowledgement
   // Its decided, unconsumed items, oldest first, and whether each holds a pin in the cache (as in
   // the daemon, an item waiting for its consumer cannot be evicted).
   std::deque<std::pair<ItemId, bool>> queue;
@@ -81,20 +80,16 @@ class Run {
         if (!j.started) continue;
         // The consumer: it earns `speed` items per step and takes whole batches from its queue of
         // decided items, acknowledging each; waiting for a batch, it banks at most one batch more.
-        // A step in which it could take a batch but none is there is a step spent waiting: it is
-        // reported with the next acknowledgement, as the daemon's clients report theirs.
         j.appetite = std::min(j.appetite + spec.speed, spec.speed + j.cost);
         while (j.appetite >= j.cost && dispatcher_.queued(i) >= spec.batch) {
           for (uint32_t k = 0; k < spec.batch; ++k) {
             if (j.queue.front().second) cache_->unpin(j.queue.front().first);
             j.queue.pop_front();
           }
-          dispatcher_.acknowledged(i, spec.batch, j.waited);
-          j.waited = 0;
+          dispatcher_.acknowledged(i, spec.batch);
           j.appetite -= j.cost;
           j.cost = batch_cost(spec);
         }
-        if (j.appetite >= j.cost) j.waited += kStepSeconds;
       }
 
       while (auto due = dispatcher_.next_round(now)) {

@@ -58,12 +58,15 @@ def simulated_ld(workdir, sampler, jobs, items, cache_items, seeds=(0,), **job):
 @pytest.mark.parametrize("sampler", ["dsa", "independent"])
 def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workdir, sampler):
     # 3 jobs, 2000 items of 3 KiB, a cache of 341 items: sharing must come from the coupled
-    # sampler, not from the cache. The jobs consume batches of 16 every 4–8 ms (uniform jitter),
-    # 2.67 items/ms on average, ±1/3 per batch; the simulator runs the daemon's dispatcher on the
-    # same scenario (its steps are milliseconds). One run's L/D varies with the seed and the
-    # jitter (simulated, DSA: 0.333–0.389 over seeds 1–8), so the mean of 3 daemon runs must be
-    # within 0.03 of the simulator's mean over 8 seeds, for either sampler: the independent one
-    # (no coupling) is the control that shows the check can fail.
+    # sampler, not from the cache. The jobs consume batches of 16 every 8–16 ms (uniform jitter),
+    # 1.33 items/ms on average, ±1/3 per batch, slow enough for a sanitizer build's daemon to keep
+    # up (the simulator has no load time); the simulator runs the daemon's dispatcher on the same
+    # scenario (its steps are milliseconds). One run's L/D varies with the seed and the jitter, so
+    # the mean of 3 daemon runs must be within 0.03 of the simulator's mean over 8 seeds, for
+    # either sampler: the independent one (no coupling) is the control that shows the check can
+    # fail. The simulator has no load time: a sanitizer build's daemon, whose loads are several
+    # times slower, shares measurably less (DSA: 0.368–0.376 against 0.335 with the same clients),
+    # so there the bound is 0.06.
     runs = []
     for run in range(3):
         daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler))
@@ -71,7 +74,7 @@ def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workd
         # The three clients start together (a gate file), as the simulated jobs do: process start-up
         # on a loaded machine would otherwise skew their starts by hundreds of items.
         gate = os.path.join(workdir, f"gate-{sampler}-{run}")
-        procs = [daemon.client("synth", "--batch", "16", "--epochs", "1", "--delay-ms", "4", "--jitter-ms", "4",
+        procs = [daemon.client("synth", "--batch", "16", "--epochs", "1", "--delay-ms", "8", "--jitter-ms", "8",
                                "--start-gate", gate) for _ in range(3)]
         time.sleep(0.5)
         open(gate, "w").close()
@@ -82,10 +85,11 @@ def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workd
         runs.append(daemon.status()["ld_ratio"])
         assert daemon.stop() == 0
     ld = sum(runs) / len(runs)
-    reference = simulated_ld(workdir, sampler, 3, 2000, 341, seeds=range(1, 9), batch=16, prefetch=4, speed=16 / 6,
+    reference = simulated_ld(workdir, sampler, 3, 2000, 341, seeds=range(1, 9), batch=16, prefetch=4, speed=16 / 12,
                              jitter=1 / 3)
     print(f"{sampler}: daemon L/D {ld:.3f} (runs {', '.join(f'{x:.3f}' for x in runs)}), simulator {reference:.3f}")
-    assert abs(ld - reference) < 0.03, f"daemon L/D {ld:.3f} (runs {runs}), simulator {reference:.3f}"
+    bound = 0.06 if os.environ.get("JOADER_SANITIZE") else 0.03
+    assert abs(ld - reference) < bound, f"daemon L/D {ld:.3f} (runs {runs}), simulator {reference:.3f}"
     if sampler == "dsa":
         assert reference < 0.4
     else:
