@@ -81,7 +81,7 @@ def run_jobs(commands, starts, env=None):
 
 # The baseline's DataLoader prefetch_factor (batches each worker prepares ahead): the best of the
 # values tried by `--tune-prefetch 2,4,8` on this machine (docs/BENCHMARKS.md).
-PREFETCH_FACTOR = 2
+PREFETCH_FACTOR = 8
 
 
 def run_baseline(root, jobs, pipeline="eval", epochs=1, prefetch=PREFETCH_FACTOR):
