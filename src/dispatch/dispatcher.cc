@@ -52,10 +52,9 @@ void Dispatcher::dropped(JobKey key, uint64_t items) {
   set_queued(j, j.queued - std::min(items, j.queued));
 }
 
-bool Dispatcher::full(JobKey key) const {
-  const Job& j = jobs_.at(key);
-  return j.queued >= uint64_t{j.config.prefetch} * j.config.batch;
-}
+bool Dispatcher::full(JobKey key) const { return is_full(jobs_.at(key)); }
+
+bool Dispatcher::is_full(const Job& j) { return j.queued >= uint64_t{j.config.prefetch} * j.config.batch; }
 
 uint64_t Dispatcher::reservation(const Job& j) const {
   const uint64_t b = j.config.batch;
@@ -70,7 +69,7 @@ void Dispatcher::set_queued(Job& j, uint64_t queued) {
 
 bool Dispatcher::can_take(const Job& j, uint64_t admitted) const {
   const uint64_t b = j.config.batch;
-  if (j.stopped || j.queued >= uint64_t{j.config.prefetch} * b) return false;
+  if (j.stopped || is_full(j)) return false;
   // Starting a new batch reserves a whole batch, on top of what is reserved and of the batches
   // that jobs admitted earlier in the same round are starting.
   return j.queued % b != 0 || reserved_ + admitted + b * j.config.item_bytes <= capacity_;
@@ -111,8 +110,7 @@ void Dispatcher::advance(double now) {
       // faster than a batch per interval. A full queue waits for its consumer, not for supply: it
       // banks at most the item that puts it in the next round once there is room, not a burst of
       // rounds of its own.
-      const bool full = j.queued >= uint64_t{j.config.prefetch} * j.config.batch;
-      const double cap = full ? 1.0 : std::max(double(j.config.batch), rate * options_.round_interval + 1);
+      const double cap = is_full(j) ? 1.0 : std::max(double(j.config.batch), rate * options_.round_interval + 1);
       j.credit = std::min(j.credit + rate * dt, cap);
     }
   }

@@ -122,6 +122,7 @@ class Dispatcher {
   };
 
   static bool is_due(const Job& j);
+  static bool is_full(const Job& j);  // its queue holds prefetch batches
   uint64_t reservation(const Job& j) const;
   void set_queued(Job& j, uint64_t queued);
   bool can_take(const Job& j, uint64_t admitted) const;

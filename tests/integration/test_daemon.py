@@ -55,6 +55,22 @@ def simulated_ld(workdir, sampler, jobs, items, cache_items, seeds=(0,), **job):
     return sum(lds) / len(lds)
 
 
+def ld_of_three_jobs_started_together(daemon, workdir, dataset, items, *client_args, timeout=120):
+    """Three one-epoch jobs of batch 16 on all `items` items, released together by a gate file (as
+    simulated jobs start: process start-up on a loaded machine would otherwise skew their starts by
+    hundreds of items); checks their epochs and returns the daemon's L/D."""
+    gate = os.path.join(workdir, f"gate-{time.monotonic_ns()}")
+    procs = [daemon.client(dataset, "--batch", "16", "--epochs", "1", "--start-gate", gate, *client_args)
+             for _ in range(3)]
+    time.sleep(0.5)
+    open(gate, "w").close()
+    for proc in procs:
+        code, epochs, err = received(proc, timeout=timeout)
+        assert code == 0, err
+        expect_exact_epochs(epochs, range(items), 1)
+    return daemon.status()["ld_ratio"]
+
+
 @pytest.mark.parametrize("sampler", ["dsa", "independent"])
 def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workdir, sampler):
     # 3 jobs, 2000 items of 3 KiB, a cache of 341 items: sharing must come from the coupled
@@ -71,18 +87,7 @@ def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workd
     for run in range(3):
         daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler))
         add_synthetic(daemon, source="synthetic:2000:40x36")
-        # The three clients start together (a gate file), as the simulated jobs do: process start-up
-        # on a loaded machine would otherwise skew their starts by hundreds of items.
-        gate = os.path.join(workdir, f"gate-{sampler}-{run}")
-        procs = [daemon.client("synth", "--batch", "16", "--epochs", "1", "--delay-ms", "8", "--jitter-ms", "8",
-                               "--start-gate", gate) for _ in range(3)]
-        time.sleep(0.5)
-        open(gate, "w").close()
-        for proc in procs:
-            code, epochs, err = received(proc, timeout=120)
-            assert code == 0, err
-            expect_exact_epochs(epochs, range(2000), 1)
-        runs.append(daemon.status()["ld_ratio"])
+        runs.append(ld_of_three_jobs_started_together(daemon, workdir, "synth", 2000, "--delay-ms", "8", "--jitter-ms", "8"))
         assert daemon.stop() == 0
     ld = sum(runs) / len(runs)
     reference = simulated_ld(workdir, sampler, 3, 2000, 341, seeds=range(1, 9), batch=16, prefetch=4, speed=16 / 12,
@@ -104,15 +109,7 @@ def test_jobs_faster_than_the_daemon_still_share_every_load(daemon_factory, work
     # dispatcher as it is 0.333 (0.360 in the ASan build, whose loads are several times slower).
     daemon = daemon_factory(threads=2)
     daemon.cli("dataset", "add", "jpeg", "--source", "synthetic:1500:500x375", "--resize", "256", "--crop", "224")
-    gate = os.path.join(workdir, "gate")
-    procs = [daemon.client("jpeg", "--batch", "16", "--epochs", "1", "--start-gate", gate) for _ in range(3)]
-    time.sleep(0.5)
-    open(gate, "w").close()
-    for proc in procs:
-        code, epochs, err = received(proc, timeout=300)
-        assert code == 0, err
-        expect_exact_epochs(epochs, range(1500), 1)
-    ld = daemon.status()["ld_ratio"]
+    ld = ld_of_three_jobs_started_together(daemon, workdir, "jpeg", 1500, timeout=300)
     print(f"L/D {ld:.3f}")
     assert ld < 0.42, f"L/D {ld:.3f}: the jobs stopped sharing rounds while waiting for loads"
 
