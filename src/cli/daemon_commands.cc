@@ -19,7 +19,7 @@
 
 #include "client/client.h"
 #include "client/report.h"
-#include "common/paths.h"
+#include "ipc/paths.h"
 #include "server/listener.h"
 #include "server/metrics.h"
 #include "server/service.h"

@@ -8,10 +8,10 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/paths.h"
+#include "ipc/paths.h"
 #include "common/source_spec.h"
 #include "joader.grpc.pb.h"
-#include "server/arena.h"
+#include "ipc/shared_arena.h"
 
 namespace joader {
 namespace {
@@ -57,7 +57,7 @@ Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_pat
 Client::~Client() = default;
 
 v1::DatasetInfo Client::add_dataset(v1::AddDatasetRequest request, const std::function<void(uint64_t)>& progress) {
-  request.set_protocol_version(kClientProtocolVersion);
+  request.set_protocol_version(kProtocolVersion);
   request.set_source(absolute_source(request.source()));  // the caller's directory, not the daemon's
   grpc::ClientContext ctx;
   auto reader = impl_->stub->AddDataset(&ctx, request);

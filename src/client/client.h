@@ -16,11 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "common/protocol.h"
 #include "joader.pb.h"
 
 namespace joader {
-
-inline constexpr uint32_t kClientProtocolVersion = 1;
 
 // A failed call: `code` is the gRPC status code (e.g. 5 NOT_FOUND, 14 UNAVAILABLE), the message
 // one line for the user.
@@ -47,7 +46,7 @@ struct JobOptions {
   std::vector<uint32_t> resume_consumed;
   // Per-delivery augmentation the client will apply (the daemon checks it and shows it in status).
   std::vector<v1::AugmentOp> augment;
-  uint32_t protocol_version = kClientProtocolVersion;  // tests only: to check the daemon refuses others
+  uint32_t protocol_version = kProtocolVersion;  // tests only: to check the daemon refuses others
 };
 
 struct ItemView {

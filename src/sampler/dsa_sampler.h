@@ -1,4 +1,4 @@
-// DsaSampler: the dependent sampling algorithm (DESIGN §3).
+// DsaSampler: the dependent sampling algorithm (docs/SAMPLER.md).
 //
 // Per round, jobs are ordered by |R_j| ascending (ties by slot). The first draws X uniformly from
 // its R. Each next job i takes as parent p the already-decided job with the largest |R_p ∩ R_i|

@@ -33,11 +33,13 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "common/protocol.h"
 #include "dispatch/dispatcher.h"
 #include "joader.pb.h"
 #include "prep/image_prep.h"
 #include "sampler/sampler.h"
-#include "server/arena.h"
+#include "ipc/shared_arena.h"
+#include "server/arena_allocator.h"
 #include "source/source.h"
 
 namespace joader {
@@ -53,7 +55,6 @@ class EngineError : public std::runtime_error {
   Code code_;
 };
 
-inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr size_t kMaxDatasets = 1024;      // registered at once
 inline constexpr size_t kMaxNameBytes = 256;      // dataset and job names
 inline constexpr size_t kMaxSourceBytes = 4096;   // a source spec (PATH_MAX)

@@ -1,4 +1,4 @@
-// Scenario: the input of `joader simulate` (DESIGN §6), parsed and validated from JSON.
+// Scenario: the input of `joader simulate` (docs/SIMULATOR.md), parsed and validated from JSON.
 //
 // Fields: universe (item count), cache_items, epochs, seed, sampler (dsa|independent|lockstep),
 // policy (refcnt|lru|fifo|belady|rate), jobs: [{name, subset, start, speed, epochs?, stop?, batch?,

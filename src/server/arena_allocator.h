@@ -1,59 +1,14 @@
-// The shared-memory arena: one POSIX shared-memory object per daemon, created 0600 (0640 for a
-// shared daemon's group), mapped
-// read-write by the daemon and read-only by its clients. Prepared items live here; clients read
-// them in place through the offsets carried by batch descriptors.
+// ArenaAllocator: where items go inside the daemon's shared-memory arena (src/ipc/shared_arena.h).
+// Only the daemon allocates; clients read the offsets that batch descriptors carry.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
-#include <string>
 #include <vector>
 
 namespace joader {
-
-class SharedArena {
- public:
-  // Creates and maps a new object named "/joader-<uid>-<pid>-<n>" of `size` bytes, 0600, or
-  // 0640 owned by `group` when the daemon is shared with one. Throws std::runtime_error (with
-  // errno text) on failure.
-  explicit SharedArena(uint64_t size, std::optional<gid_t> group = std::nullopt);
-  ~SharedArena();  // unmaps and unlinks
-  SharedArena(const SharedArena&) = delete;
-  SharedArena& operator=(const SharedArena&) = delete;
-
-  const std::string& name() const { return name_; }
-  uint64_t size() const { return size_; }
-  uint8_t* data() { return data_; }
-  const uint8_t* data() const { return data_; }
-
-  // Unlinks arenas of this user left by daemons that no longer run (their pid is gone).
-  // Returns how many were removed.
-  static int remove_stale();
-
- private:
-  std::string name_;
-  uint64_t size_;
-  uint8_t* data_ = nullptr;
-};
-
-// A read-only mapping of a daemon's arena, for clients.
-class ArenaView {
- public:
-  ArenaView(const std::string& name, uint64_t size);
-  ~ArenaView();
-  ArenaView(const ArenaView&) = delete;
-  ArenaView& operator=(const ArenaView&) = delete;
-  const uint8_t* data() const { return data_; }
-  uint64_t size() const { return size_; }
-
- private:
-  uint64_t size_;
-  const uint8_t* data_ = nullptr;
-};
 
 // Bytes of an item in the arena: `length` data bytes at `offset` (its block is rounded(length)).
 struct Extent {

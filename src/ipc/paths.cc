@@ -1,4 +1,4 @@
-#include "common/paths.h"
+#include "ipc/paths.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

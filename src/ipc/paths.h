@@ -1,4 +1,4 @@
-// Where the daemon's socket lives (DESIGN §5): $JOADER_SOCKET if set, else
+// Where the daemon's socket lives (docs/DAEMON.md): $JOADER_SOCKET if set, else
 // $XDG_RUNTIME_DIR/joader.sock, else /tmp/joader-$UID/joader.sock.
 #pragma once
 
