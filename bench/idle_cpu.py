@@ -15,12 +15,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from daemon_process import Daemon, private_tempdir  # noqa: E402
-
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from daemon_process import Daemon, cpu_seconds, private_tempdir  # noqa: E402
 
 
 def share_of_a_core(pid, seconds):

@@ -57,7 +57,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from daemon_process import Daemon as SharedDaemon  # noqa: E402  (python/joader/daemon.py)
+from daemon_process import Daemon as SharedDaemon, cpu_seconds  # noqa: E402  (python/joader/daemon.py)
 
 MiB = 1 << 20
 
@@ -80,9 +80,7 @@ class Daemon(SharedDaemon):
                 if key in ("VmRSS", "RssAnon", "RssShmem", "RssFile", "VmHWM", "Threads"):
                     out[key] = int(value.split()[0])
         out["fds"] = len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        out["cpu_s"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        out["cpu_s"] = cpu_seconds(self.proc.pid)
         return out
 
     def stop_timed(self, timeout=15):

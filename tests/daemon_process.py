@@ -19,6 +19,13 @@ class DaemonProcess(Daemon):
         super().__init__(joader, workdir, cache_size=cache_size, threads=threads, **kwargs)
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of a running process, from /proc/PID/stat (utime + stime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
 def private_tempdir(prefix):
     """A temporary directory of mode 0700, as the daemon requires for its socket."""
