@@ -1,8 +1,11 @@
-// Image preparation cost per item on real files: decode only, the whole eval prep (decode, PIL
-// bilinear resize of the crop window, center crop), and the per-delivery training augmentation
-// (RandomResizedCrop(224) + RandomHorizontalFlip() on the decoded image, read in place), one thread.
+// Image preparation cost per item on real files, one thread: decode only; the whole eval prep
+// (decode, PIL bilinear resize of the crop window, center crop) as prepare() runs it (a JPEG
+// decoded only where the window reads) and with the whole image decoded (the way before); and the
+// per-delivery training augmentation (RandomResizedCrop(224) + RandomHorizontalFlip() on the
+// decoded image, read in place).
 //
-//   build/prep_bench --benchmark_min_time=1 [DIR]      (DIR: an ImageFolder; default build/e2e-data)
+//   build/prep_bench --benchmark_min_time=1 [DIR]      (DIR: an ImageFolder of .jpg/.jpeg/.png;
+//                                                       default build/e2e-data; the first 200 files)
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -24,13 +27,14 @@ const std::vector<std::vector<uint8_t>>& files() {
   static const std::vector<std::vector<uint8_t>> all = [] {
     std::vector<std::vector<uint8_t>> out;
     for (const auto& e : std::filesystem::recursive_directory_iterator(g_dir)) {
-      if (!e.is_regular_file() || e.path().extension() != ".jpg") continue;
+      const auto ext = e.path().extension();
+      if (!e.is_regular_file() || (ext != ".jpg" && ext != ".jpeg" && ext != ".png")) continue;
       std::ifstream f(e.path(), std::ios::binary);
       out.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
       if (out.size() == 200) break;
     }
     if (out.empty()) {
-      std::fprintf(stderr, "no .jpg under %s (run bench/e2e/run.py once, or pass a folder)\n", g_dir.c_str());
+      std::fprintf(stderr, "no .jpg/.jpeg/.png under %s (run bench/e2e/run.py once, or pass a folder)\n", g_dir.c_str());
       std::exit(2);
     }
     return out;
@@ -55,6 +59,20 @@ void BM_Prepare_Resize256_Crop224(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_Prepare_Resize256_Crop224_WholeDecode(benchmark::State& state) {
+  PrepSpec spec;
+  spec.raw = false;
+  spec.resize = 256;
+  spec.crop = 224;
+  std::vector<uint8_t> out;
+  size_t i = 0;
+  for (auto _ : state) {
+    const Image img = decode_image(files()[i++ % files().size()], spec.max_pixels);
+    resize_window(img, prep_geometry(spec, img.width, img.height), spec.crop, spec.crop, out);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
   std::vector<Image> decoded;
   for (size_t i = 0; i < std::min<size_t>(files().size(), 50); ++i) decoded.push_back(decode_image(files()[i], 1ull << 30));
@@ -74,6 +92,7 @@ void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
 BENCHMARK(BM_DecodeOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Augment_RandomResizedCrop224_Flip)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prepare_Resize256_Crop224)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Prepare_Resize256_Crop224_WholeDecode)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace joader

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <algorithm>
 #include <cmath>
 #include <csetjmp>
 #include <cstdio>
@@ -17,6 +16,32 @@ namespace joader {
 namespace {
 
 constexpr uint8_t kPngMagic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+// The magic bytes PIL's JPEG plugin accepts.
+bool is_jpeg(std::span<const uint8_t> data) {
+  return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+// Decoded pixels are kept in per-thread buffers from one prepare() to the next: allocating
+// and zeroing half a megabyte per image (and the page faults of memory the allocator had returned
+// to the system) cost as much as a third of the eval prep (perf, bench/prep_bench). A buffer one
+// very large image grew is released, so that it does not stay pinned in every loader thread.
+constexpr size_t kKeepScratchBytes = size_t{32} << 20;
+
+Image& scratch_image() {
+  thread_local Image img;
+  return img;
+}
+
+ImageRegion& scratch_region() {
+  thread_local ImageRegion region;
+  return region;
+}
+
+template <class T>
+void release_if_large(std::vector<T>& v) {
+  if (v.capacity() * sizeof(T) > kKeepScratchBytes) std::vector<T>().swap(v);
+}
 
 [[noreturn]] void throw_too_large(uint64_t width, uint64_t height, uint64_t max_pixels) {
   throw PrepError("image declares " + std::to_string(width) + "×" + std::to_string(height) +
@@ -86,7 +111,7 @@ void pil_cmyk_to_rgb(const std::vector<uint8_t>& cmyk, uint8_t* rgb) {
   }
 }
 
-Image decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels) {
+void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img) {
   tjhandle tj = decompressor();
   int width = 0, height = 0, subsamp = -1, colorspace = -1;
   const int rc =
@@ -104,7 +129,6 @@ Image decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels) {
   if (static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > max_pixels)
     throw_too_large(width, height, max_pixels);
 
-  Image img;
   img.width = static_cast<uint32_t>(width);
   img.height = static_cast<uint32_t>(height);
   img.rgb.resize(static_cast<size_t>(width) * height * 3);
@@ -124,7 +148,6 @@ Image decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels) {
       throw PrepError("corrupt or truncated JPEG: " + message);
   }
   if (cmyk) pil_cmyk_to_rgb(cmyk_pixels, img.rgb.data());
-  return img;
 }
 
 // ---- PNG (libpng) ----
@@ -205,12 +228,11 @@ PngStatus read_png(PngReader& r, uint64_t max_pixels, Image& img, std::vector<ui
   return PngStatus::kOk;
 }
 
-Image decode_png(std::span<const uint8_t> data, uint64_t max_pixels) {
+void decode_png(std::span<const uint8_t> data, uint64_t max_pixels, Image& img) {
   PngReader reader{.data = data};
   reader.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, on_png_error, on_png_warning);
   if (reader.png) reader.info = png_create_info_struct(reader.png);
   if (!reader.info) throw PrepError("cannot create a PNG decoder: out of memory");
-  Image img;
   std::vector<uint8_t> wide;
   std::vector<png_bytep> rows;
   switch (read_png(reader, max_pixels, img, wide, rows)) {
@@ -225,7 +247,6 @@ Image decode_png(std::span<const uint8_t> data, uint64_t max_pixels) {
     const uint8_t v = wide[2 * i] != 0 ? 255 : wide[2 * i + 1];
     std::fill_n(&img.rgb[3 * i], 3, v);
   }
-  return img;
 }
 
 std::string hex_prefix(std::span<const uint8_t> data) {
@@ -296,6 +317,22 @@ inline uint8_t clip8(int32_t v) {
 
 }  // namespace
 
+namespace {
+
+// The window's columns (or rows) inside the resized image, [first, last).
+std::pair<int64_t, int64_t> inside(int64_t offset, int64_t size, int64_t resized) {
+  return {std::max<int64_t>(0, offset), std::min<int64_t>(resized, offset + size)};
+}
+
+// The input span [first, last) that output positions [out0, out1) of an in -> out resize read.
+std::pair<uint32_t, uint32_t> input_span(int64_t in, int64_t out, int64_t out0, int64_t out1) {
+  const Coefficients a = bilinear_coefficients(in, out, out0, 1);
+  const Coefficients b = bilinear_coefficients(in, out, out1 - 1, 1);
+  return {static_cast<uint32_t>(a.first[0]), static_cast<uint32_t>(b.first[0] + b.count[0])};
+}
+
+}  // namespace
+
 void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out) {
   resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, crop_w, crop_h, out,
                 HorizontalPass::kByRows);
@@ -338,7 +375,7 @@ void horizontal_pass_by_columns(const ImageView& img, const Coefficients& h, int
   const size_t column = static_cast<size_t>(row_last - row_first) * 3;  // bytes per transposed column
   std::vector<uint8_t> columns(static_cast<size_t>(x1 - x0) * column);
   for (int y = row_first; y < row_last; ++y) {
-    const uint8_t* in = img.rgb + static_cast<size_t>(y) * img.stride + static_cast<size_t>(x0) * 3;
+    const uint8_t* in = img.rgb + static_cast<size_t>(y - img.top) * img.stride + static_cast<size_t>(x0 - img.left) * 3;
     uint8_t* dst = columns.data() + static_cast<size_t>(y - row_first) * 3;
     for (int x = 0; x < x1 - x0; ++x, in += 3, dst += column) {
       dst[0] = in[0];
@@ -370,11 +407,11 @@ void horizontal_pass_by_columns(const ImageView& img, const Coefficients& h, int
 void horizontal_pass_by_rows(const ImageView& img, const Coefficients& h, int row_first, int row_last, int64_t nx,
                              uint8_t* rows) {
   for (int y = row_first; y < row_last; ++y) {
-    const uint8_t* in = img.rgb + static_cast<size_t>(y) * img.stride;
+    const uint8_t* in = img.rgb + static_cast<size_t>(y - img.top) * img.stride;
     uint8_t* dst = rows + static_cast<size_t>((y - row_first) * nx * 3);
     for (int64_t i = 0; i < nx; ++i) {
       const int32_t* k = &h.weights[static_cast<size_t>(i * h.ksize)];
-      const uint8_t* src = in + static_cast<size_t>(h.first[i]) * 3;
+      const uint8_t* src = in + static_cast<size_t>(h.first[i] - static_cast<int>(img.left)) * 3;
       int32_t r = 1 << (kPrecisionBits - 1), gg = r, b = r;
       for (int x = 0; x < h.count[i]; ++x) {
         r += src[3 * x] * k[x];
@@ -391,9 +428,15 @@ void horizontal_pass_by_rows(const ImageView& img, const Coefficients& h, int ro
 void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
                    std::vector<uint8_t>& out, HorizontalPass pass) {
   const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
-  const int64_t ox0 = std::max<int64_t>(0, g.crop_left), ox1 = std::min<int64_t>(W, g.crop_left + crop_w);
-  const int64_t oy0 = std::max<int64_t>(0, g.crop_top), oy1 = std::min<int64_t>(H, g.crop_top + crop_h);
-  out.assign(static_cast<size_t>(crop_w * crop_h * 3), 0);
+  const auto [ox0, ox1] = inside(g.crop_left, crop_w, W);
+  const auto [oy0, oy1] = inside(g.crop_top, crop_h, H);
+  // Every byte of the window inside the resized image is written below; only padding needs zeros.
+  const bool padded = ox0 > g.crop_left || oy0 > g.crop_top || ox1 < g.crop_left + crop_w || oy1 < g.crop_top + crop_h;
+  if (padded) {
+    out.assign(static_cast<size_t>(crop_w * crop_h * 3), 0);
+  } else {
+    out.resize(static_cast<size_t>(crop_w * crop_h * 3));
+  }
   if (ox1 <= ox0 || oy1 <= oy0) return;
   const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
   const Coefficients h = bilinear_coefficients(img.width, W, ox0, nx);
@@ -401,14 +444,16 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
   const int row_first = v.first[0];
   const int row_last = v.first[ny - 1] + v.count[ny - 1];
   // Horizontal pass over the input rows the window needs.
-  std::vector<uint8_t> rows(static_cast<size_t>((row_last - row_first) * nx * 3));
+  thread_local std::vector<uint8_t> rows;
+  rows.resize(static_cast<size_t>((row_last - row_first) * nx * 3));
   if (pass == HorizontalPass::kByColumns) {
     horizontal_pass_by_columns(img, h, row_first, row_last, nx, rows.data());
   } else {
     horizontal_pass_by_rows(img, h, row_first, row_last, nx, rows.data());
   }
   // Vertical pass, straight into the output window.
-  std::vector<int32_t> acc(static_cast<size_t>(nx * 3));
+  thread_local std::vector<int32_t> acc;
+  acc.resize(static_cast<size_t>(nx * 3));
   for (int64_t j = 0; j < ny; ++j) {
     const int32_t* k = &v.weights[static_cast<size_t>(j * v.ksize)];
     std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
@@ -418,7 +463,16 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
     }
     uint8_t* dst = &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop_w + (ox0 - g.crop_left)) * 3)];
     clip_row(acc.data(), dst, nx * 3);
-  }
+  }  release_if_large(rows);
+}
+
+PixelRect window_source(uint32_t width, uint32_t height, const PrepGeometry& g, int64_t crop_w, int64_t crop_h) {
+  const auto [ox0, ox1] = inside(g.crop_left, crop_w, static_cast<int64_t>(g.resized_width));
+  const auto [oy0, oy1] = inside(g.crop_top, crop_h, static_cast<int64_t>(g.resized_height));
+  if (ox1 <= ox0 || oy1 <= oy0) return {};
+  const auto [left, right] = input_span(width, static_cast<int64_t>(g.resized_width), ox0, ox1);
+  const auto [top, bottom] = input_span(height, static_cast<int64_t>(g.resized_height), oy0, oy1);
+  return {left, top, right, bottom};
 }
 
 std::string PrepSpec::describe() const {
@@ -434,7 +488,7 @@ std::string PrepSpec::describe() const {
 ImageSize probe_image(std::span<const uint8_t> prefix, uint64_t max_pixels) {
   if (prefix.empty()) throw PrepError("empty file (0 bytes)");
   ImageSize size;
-  if (prefix.size() >= 3 && prefix[0] == 0xFF && prefix[1] == 0xD8 && prefix[2] == 0xFF) {
+  if (is_jpeg(prefix)) {
     int width = 0, height = 0, subsamp = -1, colorspace = -1;
     tjDecompressHeader3(decompressor(), prefix.data(), prefix.size(), &width, &height, &subsamp, &colorspace);
     if (width <= 0 || height <= 0) return {};  // no frame header yet: the caller reads the whole file
@@ -463,15 +517,24 @@ size_t prepared_size(const PrepSpec& spec) {
   return spec.raw ? 0 : static_cast<size_t>(spec.crop) * spec.crop * 3;
 }
 
-Image decode_image(std::span<const uint8_t> encoded, uint64_t max_pixels) {
+namespace {
+
+// decode_image into img, whose buffer is reused (grown, never shrunk).
+void decode_into(std::span<const uint8_t> encoded, uint64_t max_pixels, Image& img) {
   if (encoded.empty()) throw PrepError("empty file (0 bytes)");
   // The magic bytes PIL's JPEG and PNG plugins accept.
-  if (encoded.size() >= 3 && encoded[0] == 0xFF && encoded[1] == 0xD8 && encoded[2] == 0xFF)
-    return decode_jpeg(encoded, max_pixels);
-  if (encoded.size() >= sizeof kPngMagic &&
-      std::memcmp(encoded.data(), kPngMagic, sizeof kPngMagic) == 0)
-    return decode_png(encoded, max_pixels);
+  if (is_jpeg(encoded)) return decode_jpeg(encoded, max_pixels, img);
+  if (encoded.size() >= sizeof kPngMagic && std::memcmp(encoded.data(), kPngMagic, sizeof kPngMagic) == 0)
+    return decode_png(encoded, max_pixels, img);
   throw PrepError("not a JPEG or PNG image (starts with " + hex_prefix(encoded) + ")");
+}
+
+}  // namespace
+
+Image decode_image(std::span<const uint8_t> encoded, uint64_t max_pixels) {
+  Image img;
+  decode_into(encoded, max_pixels, img);
+  return img;
 }
 
 int64_t center_offset(uint64_t d, uint64_t c) {
@@ -493,17 +556,46 @@ PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height
   return g;
 }
 
+namespace {
+
+// The resized image's pixel limit; it also keeps the sizes within an int.
+uint64_t resize_limit(const PrepSpec& spec) { return std::min<uint64_t>(spec.max_pixels, INT_MAX); }
+
+bool resize_fits(const PrepSpec& spec, const PrepGeometry& g) {
+  return g.resized_width <= resize_limit(spec) / g.resized_height;
+}
+
+}  // namespace
+
 ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out) {
   if (spec.raw) {
     out.assign(encoded.begin(), encoded.end());
     return {};
   }
-  Image img = decode_image(encoded, spec.max_pixels);
+  if (!own_size(spec) && is_jpeg(encoded)) {
+    check_decode_spec(spec);
+    PrepGeometry g;
+    ImageRegion& region = scratch_region();
+    const auto choose = [&](uint32_t width, uint32_t height) {
+      g = prep_geometry(spec, width, height);
+      if (!resize_fits(spec, g)) return PixelRect{};  // the full path reports it
+      return window_source(width, height, g, spec.crop, spec.crop);
+    };
+    if (decode_jpeg_region(encoded, spec.max_pixels, choose, region)) {
+      const ImageView view{region.rgb.data(), region.full_width, region.full_height, size_t{region.width} * 3,
+                           region.left, region.top};
+      resize_window(view, g, spec.crop, spec.crop, out);
+      release_if_large(region.rgb);
+      return {spec.crop, spec.crop};
+    }
+  }
+  Image& img = scratch_image();
+  decode_into(encoded, spec.max_pixels, img);
   if (own_size(spec)) {
     if (img.width == 0 || img.height == 0) throw PrepError("image has no pixels");
     const ImageSize stored = stored_size(spec, img.width, img.height);
     if (stored.width == img.width && stored.height == img.height) {
-      out = std::move(img.rgb);
+      out.swap(img.rgb);  // the caller's old buffer becomes the next call's
     } else {
       if (uint64_t{stored.width} * stored.height > spec.max_pixels) throw_too_large(stored.width, stored.height, spec.max_pixels);
       PrepGeometry g;
@@ -511,19 +603,19 @@ ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::v
       g.resized_height = stored.height;
       resize_window(img, g, stored.width, stored.height, out);
     }
+    release_if_large(img.rgb);
     return stored;
   }
   const PrepGeometry g = prep_geometry(spec, img.width, img.height);
-  // Also keeps the sizes within an int.
-  const uint64_t limit = std::min<uint64_t>(spec.max_pixels, INT_MAX);
-  if (g.resized_width > limit / g.resized_height)
+  if (!resize_fits(spec, g))
     throw PrepError("image of " + std::to_string(img.width) + "×" + std::to_string(img.height) +
                     " pixels would resize to " + std::to_string(g.resized_width) + "×" +
                     std::to_string(g.resized_height) + ", more than the limit of " +
-                    std::to_string(limit));
+                    std::to_string(resize_limit(spec)));
   // torchvision leaves an image that already has the target size alone; the filter is then the
   // identity, bit for bit, so one path serves both.
   resize_window(img, g, spec.crop, spec.crop, out);
+  release_if_large(img.rgb);
   return {spec.crop, spec.crop};
 }
 

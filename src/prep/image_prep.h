@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "prep/jpeg_region.h"
+
 namespace joader {
 
 // Three stored forms: raw (bytes passed through), decoded and center-cropped to crop×crop (the
@@ -104,11 +106,14 @@ int64_t center_offset(uint64_t d, uint64_t c);
 void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out);
 
 // Pixels read in place: `height` rows of `width` RGB pixels, `stride` bytes apart (a window of a
-// larger image, or an image in shared memory).
+// larger image, or an image in shared memory). When left or top is set, only a region of the
+// image is stored and `rgb` points at its first pixel, (left, top): resize_window reads no pixel
+// outside window_source().
 struct ImageView {
   const uint8_t* rgb = nullptr;
   uint32_t width = 0, height = 0;
   size_t stride = 0;
+  uint32_t left = 0, top = 0;
 };
 // Two ways to run the horizontal pass, with the same bytes: row by row (PIL's way), or on the
 // transposed window, where it vectorises like the vertical pass. Measured on 500×375 JPEGs
@@ -119,12 +124,19 @@ enum class HorizontalPass { kByRows, kByColumns };
 void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
                    std::vector<uint8_t>& out, HorizontalPass pass = HorizontalPass::kByRows);
 
+// The source pixels (of a width×height image) that resize_window(img, g, crop_w, crop_h) reads:
+// the filter's support around the part of the window that lies inside the resized image. Empty
+// when the window lies wholly outside it.
+PixelRect window_source(uint32_t width, uint32_t height, const PrepGeometry& g, int64_t crop_w, int64_t crop_h);
+
 // raw mode: out = encoded. Decode mode: decode_image, then resize and center crop as
 // prep_geometry says (zero padding where the resized image is smaller than the crop, like
 // CenterCrop) into out, crop×crop×3 bytes of HWC RGB. The resize is PIL's antialiased bilinear
 // filter (what torchvision's Resize does to PIL images), reproduced in its fixed-point arithmetic
 // and computed only for the crop window: the bytes equal torchvision's ImageFolder + Resize +
-// CenterCrop + PILToTensor pipeline (tests/python checks it). Throws PrepError as
+// CenterCrop + PILToTensor pipeline (tests/python checks it). A JPEG is decoded only as far as
+// window_source() needs (decode_jpeg_region: the same bytes, 0.x ms instead of 1.x ms on 500×375
+// photos); anything that path declines is decoded whole. Throws PrepError as
 // decode_image does, when the spec is invalid (crop = 0 in decode mode), or when the resized image
 // would exceed max_pixels (extreme aspect ratios).
 // Own-size mode: decode_image, then the resize when spec.resize is set, stored whole as HWC RGB.

@@ -322,6 +322,29 @@ def test_odd_images_are_prepared_exactly_as_torchvision_does(client, workdir):
     assert checked == len(reference) == 9
 
 
+def test_real_photos_of_every_kind_equal_torchvisions_pipeline_when_only_the_window_is_decoded(client, workdir):
+    # JPEGs are decoded only where the resize window reads (rows skipped, a band of columns):
+    # real photos of every kind (4:2:0/4:2:2/4:4:4, progressive, gray, CMYK, PNGs) must still
+    # give torchvision's bytes, for the evaluation pipeline and for a small window.
+    import torchvision
+    from torchvision import transforms
+    root = os.path.join(workdir, "photos")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "data", "make_photos.py"), root,
+                    "--count", "40", "--min", "60", "--max", "700", "--classes", "2"], check=True,
+                   stdout=subprocess.DEVNULL)
+    for name, resize, crop in (("eval", 256, 224), ("small", 64, 48)):
+        client.add_dataset(name, source=f"imagefolder:{root}", resize=resize, crop=crop)
+        reference = torchvision.datasets.ImageFolder(root, transform=transforms.Compose(
+            [transforms.Resize(resize), transforms.CenterCrop(crop), transforms.PILToTensor()]))
+        checked = 0
+        for images, labels, ids in joader.torch.DataLoader(name, batch_size=8, client=client, with_indices=True):
+            for img, item in zip(images, ids.tolist()):
+                ref, _ = reference[item]
+                assert torch.equal(img, ref), (name, reference.samples[item][0])
+                checked += 1
+        assert checked == len(reference) == 40
+
+
 def test_bad_pngs_fail_with_a_precise_reason(client, workdir):
     corpus = os.path.join(workdir, "corpus")
     subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "data", "make_corpus.py"), corpus],
