@@ -50,6 +50,7 @@ struct ServeOptions {
   std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state, allow_group, data_root,
       metrics;
   unsigned threads = 0;
+  double register_timeout = 10;
   std::optional<uint64_t> seed;
 };
 
@@ -161,7 +162,8 @@ int run_serve(const ServeOptions& o) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
-  JoaderService service(*engine, listener.get());
+  JoaderService service(*engine, listener.get(),
+                        std::chrono::milliseconds(static_cast<int64_t>(o.register_timeout * 1000)));
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(64 << 20);
@@ -371,6 +373,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Serve only files inside DIR (after following symlinks): sources elsewhere are refused");
   cmd->add_option("--metrics", o->metrics,
                   "Serve Prometheus metrics on GET /metrics at [HOST:]PORT (default host: 127.0.0.1; off unless given)");
+  cmd->add_option("--register-timeout", o->register_timeout,
+                  "Seconds a job connection may stay open without registering before it is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
   cmd->add_option("--state", o->state,
                   "File keeping the dataset registrations across restarts (default: SOCKET.datasets.json; 'none': not kept)");
   cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });

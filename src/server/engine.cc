@@ -80,7 +80,8 @@ struct Engine::Job {
   uint32_t epoch = 0;
   bool closed = false;
   std::optional<EngineError> failure;
-  std::condition_variable cv;
+  std::condition_variable cv;        // for next_batch()
+  std::function<void()> on_change;   // for poll_batch() callers: see open_job()
 };
 
 Engine::Engine(EngineOptions options)
@@ -408,7 +409,12 @@ void Engine::reap_retired() {
 // ---------------------------------------------------------------------------------------------
 // Jobs
 
-Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
+void Engine::wake(Job& j) {
+  j.cv.notify_all();
+  if (j.on_change) j.on_change();
+}
+
+Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, std::function<void()> on_change) {
   check_protocol(req.protocol_version());
   if (req.batch_size() == 0) throw EngineError(EngineError::kInvalidArgument, "batch size must be at least 1");
   check_text("the job name", req.name(), kMaxNameBytes);
@@ -456,6 +462,7 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply) {
   job->subset_size = subset_size;
   job->augment = augment;
   job->epoch = ds.sampler->epoch(slot);
+  job->on_change = std::move(on_change);
   if (req.resume() && job->epoch == req.resume_epoch()) job->delivered_in_epoch = consumed.size();
   ds.jobs[slot] = job.get();
   jobs_[job->id] = job;
@@ -580,7 +587,7 @@ bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
       e->state = Entry::kReady;
       e->placed = r;
       ++n_hits_;
-      j.cv.notify_all();
+      wake(j);
     } else {
       loads_[key] = Load{&ds, d.item, {{&j, e}}};
       tasks_.push_back(key);
@@ -708,7 +715,7 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
         // job earns catch-up credit for the items that replace it.
         dispatcher_.dropped(job->id, 1);
         dispatch_cv_.notify_all();
-        job->cv.notify_all();
+        wake(*job);
       } else {
         fail_job(*job, EngineError::kDataLoss, error);
       }
@@ -720,7 +727,7 @@ void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const 
     cache_->pin(key);
     entry->state = Entry::kReady;
     entry->placed = r;
-    job->cv.notify_all();
+    wake(*job);
   }
 }
 
@@ -746,7 +753,23 @@ bool Engine::batch_ready(Job& j, size_t* take) {
 bool Engine::next_batch(JobId id, BatchOut* out) {
   std::unique_lock lk(mu_);
   std::shared_ptr<Job> job = find_job(id);
-  Job& j = *job;
+  for (;;) {
+    switch (take_batch(*job, out)) {
+      case Poll::kBatch: return true;
+      case Poll::kDone: return false;
+      case Poll::kWait: job->cv.wait(lk);
+    }
+  }
+}
+
+Engine::Poll Engine::poll_batch(JobId id, BatchOut* out) {
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw EngineError(EngineError::kUnavailable, "job closed");
+  return take_batch(*it->second, out);
+}
+
+Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
   for (;;) {
     if (j.failure) throw *j.failure;
     if (j.closed) throw EngineError(EngineError::kUnavailable, "job closed");
@@ -813,10 +836,10 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
       }
       j.sent[out->seq] = std::move(delivered);
       check_invariants("a delivery");
-      return true;
+      return Poll::kBatch;
     }
-    if (j.ds->sampler->finished(j.slot) && j.pending.empty() && j.sent.empty()) return false;
-    j.cv.wait(lk);
+    if (j.ds->sampler->finished(j.slot) && j.pending.empty() && j.sent.empty()) return Poll::kDone;
+    return Poll::kWait;
   }
 }
 
@@ -831,7 +854,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
   for (const Entry& e : it->second) cache_->unpin(cache_key(job->ds->index, e.item));
   dispatcher_.acknowledged(id, it->second.size());
   job->sent.erase(it);
-  job->cv.notify_all();
+  wake(*job);
   space_cv_.notify_all();
   dispatch_cv_.notify_all();
   check_invariants("an acknowledgement");
@@ -840,7 +863,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
 void Engine::fail_job(Job& j, EngineError::Code code, const std::string& message) {
   if (!j.failure) j.failure = EngineError(code, message);
   dispatcher_.stop_job(j.id);
-  j.cv.notify_all();
+  wake(j);
 }
 
 void Engine::release(Job& j) {
@@ -861,7 +884,7 @@ void Engine::release(Job& j) {
   j.ds->sampler->remove_job(j.slot);
   j.ds->jobs.erase(j.slot);
   jobs_.erase(j.id);
-  j.cv.notify_all();
+  wake(j);
   space_cv_.notify_all();
   dispatch_cv_.notify_all();
   check_invariants("releasing a job");

@@ -127,11 +127,18 @@ class Engine {
   }
 
   using JobId = uint64_t;
-  // Registers a job; throws EngineError on bad input.
-  JobId open_job(const v1::Register& request, v1::Registered* reply);
+  // Registers a job; throws EngineError on bad input. on_change, if given, is called whenever
+  // what poll_batch() would return may have changed (a batch became ready, the job failed or
+  // ended), from any of the Engine's threads with its lock held: it must return quickly and must
+  // not call the Engine (hand the job to a thread that polls it).
+  JobId open_job(const v1::Register& request, v1::Registered* reply, std::function<void()> on_change = {});
   // Blocks for the job's next batch. Returns false once the job has delivered its last epoch and
-  // every batch is acknowledged; throws EngineError if the job failed (bad item, shutdown).
+  // every batch is acknowledged; throws EngineError if the job failed (bad item, shutdown), or
+  // kUnavailable "job closed" once it is closed.
   bool next_batch(JobId job, BatchOut* out);
+  // next_batch() without blocking: kWait when the next batch is not ready yet.
+  enum class Poll { kBatch, kWait, kDone };
+  Poll poll_batch(JobId job, BatchOut* out);
   // wait_seconds: how long the client waited for that batch (summed per job for status).
   void ack(JobId job, uint64_t seq, double wait_seconds = 0);
   // Ends the job now: its pins, queue and sampler bit are released at once. Idempotent.
@@ -170,6 +177,8 @@ class Engine {
   void loader_loop();
   void finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error);
   bool batch_ready(Job& j, size_t* take);
+  Poll take_batch(Job& j, BatchOut* out);  // mu_ held
+  void wake(Job& j);                       // mu_ held: j's state changed
   void release(Job& j);
   void fail_job(Job& j, EngineError::Code code, const std::string& message);
   std::shared_ptr<Job> find_job(JobId id);

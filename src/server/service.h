@@ -5,16 +5,23 @@
 
 #include "joader.grpc.pb.h"
 #include "server/engine.h"
+#include "server/job_stream.h"
 #include "server/listener.h"
 
 namespace joader {
 
-class JoaderService final : public v1::Joader::Service {
+// Control calls (AddDataset, ListDatasets, RemoveDataset, Status) are synchronous handlers; the
+// Job stream uses gRPC's callback API through JobStreams, so that no thread waits per job.
+class JoaderService final : public v1::Joader::WithCallbackMethod_Job<v1::Joader::Service> {
  public:
   // With a listener, every call is first checked against its peer's credentials; without one
-  // (in-process use: tests, fuzzing) every call is admitted.
-  explicit JoaderService(Engine& engine, const UnixListener* listener = nullptr)
-      : engine_(engine), listener_(listener) {}
+  // (in-process use: tests, fuzzing) every call is admitted. A job stream that sends no Register
+  // within register_timeout is ended.
+  explicit JoaderService(Engine& engine, const UnixListener* listener = nullptr,
+                         std::chrono::milliseconds register_timeout = kDefaultRegisterTimeout)
+      : engine_(engine), listener_(listener), streams_(engine, register_timeout) {}
+
+  static constexpr std::chrono::milliseconds kDefaultRegisterTimeout{10000};
 
   grpc::Status AddDataset(grpc::ServerContext* ctx, const v1::AddDatasetRequest* req,
                           grpc::ServerWriter<v1::AddDatasetProgress>* writer) override;
@@ -23,13 +30,14 @@ class JoaderService final : public v1::Joader::Service {
   grpc::Status RemoveDataset(grpc::ServerContext* ctx, const v1::RemoveDatasetRequest* req,
                              v1::RemoveDatasetReply* reply) override;
   grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusReply* reply) override;
-  grpc::Status Job(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::JobReply, v1::JobRequest>* stream) override;
+  grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* Job(grpc::CallbackServerContext* ctx) override;
 
  private:
-  grpc::Status admit(const grpc::ServerContext* ctx) const;
+  grpc::Status admit(const std::string& peer) const;
 
   Engine& engine_;
   const UnixListener* listener_;
+  JobStreams streams_;  // destroyed first: after the server has shut down, before the Engine
 };
 
 }  // namespace joader

@@ -11,9 +11,16 @@
 //   long-name DATASET           a Register whose job name is 1 MiB long
 //   long-dataset-name           an AddDataset whose name is 1 MiB long
 //   control-chars               an AddDataset whose name holds a newline
+//   never-register              a job stream that sends nothing: prints the status it ends with
+//   hold-jobs DATASET N         N job streams that register (batches of 4) and then read nothing;
+//                               prints "open N" once every one is registered, holds them until
+//                               stdin closes, then cancels them
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
 #include <iostream>
 #include <random>
 #include <set>
@@ -123,6 +130,36 @@ int main(int argc, char** argv) {
     for (uint32_t i = 0; i < 40; ++i) exact = exact && ids.count(i) == 1;
     if (exact) std::printf("exact\n");
     return print(rw->Finish());
+  }
+  if (mode == "never-register") {
+    grpc::ClientContext ctx;
+    auto rw = stub->Job(&ctx);
+    JobReply reply;
+    while (rw->Read(&reply)) {
+    }
+    return print(rw->Finish());
+  }
+  if (mode == "hold-jobs") {
+    const int n = argc > 4 ? std::atoi(argv[4]) : 0;
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<std::unique_ptr<grpc::ClientReaderWriter<JobRequest, JobReply>>> streams;
+    for (int i = 0; i < n; ++i) {
+      contexts.push_back(std::make_unique<grpc::ClientContext>());
+      streams.push_back(stub->Job(contexts.back().get()));
+      streams.back()->Write(make_register(dataset, 4));
+      JobReply reply;
+      if (!streams.back()->Read(&reply) || !reply.has_registered()) {
+        return print(streams.back()->Finish());
+      }
+    }
+    std::printf("open %d\n", n);
+    std::fflush(stdout);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+    }
+    for (auto& c : contexts) c->TryCancel();
+    for (auto& s : streams) s->Finish();
+    return print(grpc::Status(grpc::StatusCode::CANCELLED, "held and cancelled"));
   }
   std::cerr << "unknown mode " << mode << "\n";
   return 2;

@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -180,3 +181,47 @@ def test_absurd_protocol_messages_get_clear_errors_and_the_daemon_goes_on(daemon
     expect_exact_epochs(epochs, range(200), 3)
     s = daemon.status()
     assert s["jobs"] == [] and s["pinned_bytes"] == 0 and [d["name"] for d in s["datasets"]] == ["synth"]
+
+
+# ---- resources a client can hold ----
+
+def threads_of(pid):
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def test_open_jobs_add_no_threads_to_the_daemon(daemon):
+    # Job streams run on gRPC's callback API: no thread per job (there were two: a handler and an
+    # acknowledgement reader), so 32 jobs that hold their streams open add at most a few of gRPC's.
+    add_synthetic(daemon)
+    daemon.status()
+    idle = threads_of(daemon.proc.pid)
+    holder = subprocess.Popen([RAW_CLIENT, daemon.socket, "hold-jobs", "synth", "32"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open 32"
+        jobs = daemon.status()["jobs"]
+        assert len(jobs) == 32
+        time.sleep(0.5)  # every job's queue fills and its first batches are written
+        busy = threads_of(daemon.proc.pid)
+        print(f"daemon threads: {idle} idle, {busy} with 32 open jobs")
+        assert busy <= idle + 8, (idle, busy)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while daemon.status()["jobs"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert daemon.status()["jobs"] == [] and daemon.status()["pinned_bytes"] == 0
+
+
+def test_a_job_stream_that_never_registers_is_closed_after_the_timeout(daemon_factory):
+    daemon = daemon_factory(extra=("--register-timeout", "0.5"))
+    start = time.monotonic()
+    code, message, _ = raw(daemon, "never-register")
+    elapsed = time.monotonic() - start
+    assert (code, message) == (4, "no Register message within 0.5 s of opening the job stream")  # DEADLINE_EXCEEDED
+    assert 0.4 < elapsed < 5, elapsed
+    add_synthetic(daemon)  # and it goes on serving
+    code, epochs, err = received(daemon.client("synth", "--ids", "0:20", "--batch", "4"))
+    assert code == 0, err
+    expect_exact_epochs(epochs, range(20), 1)
