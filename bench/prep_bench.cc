@@ -2,11 +2,13 @@
 // (decode, PIL bilinear resize of the crop window, center crop) as prepare() runs it (a JPEG
 // decoded only where the window reads) and with the whole image decoded (the way before); and the
 // per-delivery training augmentation (RandomResizedCrop(224) + RandomHorizontalFlip() on the
-// decoded image, read in place).
+// decoded image, read in place); and the client's gather of one 224×224 item into a batch, as
+// HWC (a copy) or straight into CHW planes (client/layout.h).
 //
 //   build/prep_bench --benchmark_min_time=1 [DIR]      (DIR: an ImageFolder of .jpg/.jpeg/.png;
 //                                                       default build/e2e-data; the first 200 files)
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "client/layout.h"
 #include "prep/augment.h"
 #include "prep/image_prep.h"
 
@@ -88,6 +91,26 @@ void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
+
+// 64 items of 224×224×3, as in a batch (9.6 MB: more than the core's caches, as in the binding).
+void BM_Gather224(benchmark::State& state, bool chw) {
+  const size_t pixels = 224 * 224, n = 64;
+  std::vector<uint8_t> arena(n * pixels * 3), batch(n * pixels * 3);
+  for (size_t i = 0; i < arena.size(); ++i) arena[i] = static_cast<uint8_t>(i * 7);
+  for (auto _ : state) {
+    for (size_t i = 0; i < n; ++i) {
+      if (chw) {
+        hwc_to_chw(&arena[i * pixels * 3], pixels, &batch[i * pixels * 3]);
+      } else {
+        std::memcpy(&batch[i * pixels * 3], &arena[i * pixels * 3], pixels * 3);
+      }
+    }
+    benchmark::DoNotOptimize(batch.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK_CAPTURE(BM_Gather224, hwc_copy, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Gather224, chw_one_pass, true)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(BM_DecodeOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Augment_RandomResizedCrop224_Flip)->Unit(benchmark::kMillisecond);

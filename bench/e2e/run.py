@@ -3,8 +3,10 @@
 
     make build && /usr/bin/python3 bench/e2e/run.py [--runs 3] [--images 2000] [--out docs]
 
-Data: a generated ImageFolder of 500x375 JPEGs (quality 90, 10 classes) under build/e2e-data,
-made once and reused. Baseline: k processes, each a DataLoader(ImageFolder, Resize(256),
+Data (--data): "synthetic", a generated ImageFolder of 500x375 JPEGs (quality 90, 10 classes)
+under build/e2e-data; or "photos", crops of the photographs Debian ships (tests/data/make_photos.py:
+longer side 300-800 px, baseline 4:2:0/4:2:2/4:4:4, progressive, gray and CMYK JPEGs at quality
+60-98, 10 classes) under build/e2e-photos, whose results go to OUT/e2e_photos_*. Made once, reused. Baseline: k processes, each a DataLoader(ImageFolder, Resize(256),
 CenterCrop(224), PILToTensor(), shuffle=True, persistent_workers=True, prefetch_factor=PREFETCH_FACTOR). Joader: the same k jobs through joader.torch
 against one daemon. Both sides get the same number of loader threads in total: T = max(2, k)
 (DataLoader workers = T / k per job; daemon --threads T). Every configuration runs --runs times,
@@ -36,10 +38,15 @@ def cpu_children():
     return r.ru_utime + r.ru_stime
 
 
-def make_data(build, root, images):
+def make_data(build, root, images, kind="synthetic"):
     if len(glob.glob(os.path.join(root, "*", "*.jpg"))) == images:
         return
     subprocess.run(["rm", "-rf", root], check=True)
+    if kind == "photos":
+        print(f"making {images} JPEGs from photographs in {root} ...", file=sys.stderr)
+        subprocess.run([PY, os.path.join(HERE, "..", "..", "tests", "data", "make_photos.py"), root, "--count",
+                        str(images), "--min", "300", "--max", "800", "--classes", "10", "--jpeg-only"], check=True)
+        return
     print(f"generating {images} JPEGs (500x375, q90) in {root} ...", file=sys.stderr)
     subprocess.run([os.path.join(build, "make_images"), root, "--classes", "10", "--per-class", str(images // 10),
                     "--size", "500x375"], check=True)
@@ -59,6 +66,12 @@ def scenarios(epoch_seconds, pipeline="eval"):
         "d: k=4 identical, 0/10/20/40 ms per batch": [dict(share=1.0, seed=0, start=0.0, sleep=s)
                                                       for s in (0.0, 10.0, 20.0, 40.0)],
     }
+
+
+def scenario_key(name):
+    """'b: k=4 identical' -> 'b4'; 'a: k=1' -> 'a'."""
+    letter = name.split(":")[0]
+    return letter + name.split("k=")[1][0] if letter == "b" else letter
 
 
 def run_jobs(commands, starts, env=None):
@@ -147,17 +160,21 @@ def main():
     ap.add_argument("--pipeline", choices=["eval", "train"], default="eval",
                     help="eval: Resize(256) + CenterCrop(224), shared whole; train: RandomResizedCrop(224) + "
                          "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*)")
+    ap.add_argument("--data", choices=["synthetic", "photos"], default="synthetic",
+                    help="synthetic 500x375 JPEGs, or crops of real photographs (results in e2e_photos_*)")
+    ap.add_argument("--scenarios", metavar="LETTERS",
+                    help="only these scenarios, e.g. 'a,b4' (a, b2, b4, c, d; default: all)")
     ap.add_argument("--tune-prefetch", metavar="N,N,...",
                     help="only measure the baseline with each DataLoader prefetch_factor (k = 1 and k = 4, "
                          "--runs runs each, interleaved) and print the medians")
     args = ap.parse_args()
-    stem = "e2e" if args.pipeline == "eval" else "e2e_train"
+    stem = ("e2e" if args.pipeline == "eval" else "e2e_train") + ("_photos" if args.data == "photos" else "")
     if args.plot_only:
         with open(os.path.join(args.out, f"{stem}_results.json")) as f:
             return plot(json.load(f)["rows"], os.path.join(args.out, f"{stem}.png"), args.pipeline)
     build = os.path.abspath(args.build)
-    root = os.path.join(build, "e2e-data")
-    make_data(build, root, args.images)
+    root = os.path.join(build, "e2e-data" if args.data == "synthetic" else "e2e-photos")
+    make_data(build, root, args.images, args.data)
     sizes = [os.path.getsize(p) for p in glob.glob(os.path.join(root, "*", "*.jpg"))]
     print(f"{len(sizes)} JPEGs, mean {statistics.mean(sizes) / 1000:.0f} KB", file=sys.stderr)
 
@@ -172,6 +189,11 @@ def main():
                    "joader": run_joader(build, root, one, tmp, args.pipeline)["wall"]}  # one epoch
         print(f"one-job epoch: torch {epoch_s['torch']:.2f} s, joader {epoch_s['joader']:.2f} s", file=sys.stderr)
         names = list(scenarios(1.0, args.pipeline))
+        if args.scenarios:
+            wanted = set(args.scenarios.split(","))
+            names = [n for n in names if scenario_key(n) in wanted]
+            if not names:
+                ap.error(f"--scenarios {args.scenarios}: none of a, b2, b4, c, d")
         for name in names:
             results[name] = {"torch": [], "joader": []}
             for run in range(args.runs):

@@ -15,7 +15,8 @@ MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
 class Batch:
     indices: np.ndarray  # int64 [B]: item ids in the dataset
     labels: np.ndarray   # int64 [B]
-    data: object         # uint8 [B, H, W, C] for fixed-size items (a crop, or augment=), a list of
+    data: object         # uint8 [B, H, W, C] (layout="NCHW": [B, C, H, W]) for fixed-size items (a crop,
+                         # or augment=), a list of
                          # [H, W, 3] arrays for images stored at their own size, of bytes for raw ones
     epoch: int           # 0-based
 
@@ -62,12 +63,17 @@ class Loader:
     epoch with exactly the items not consumed yet. augment: torchvision transforms (RandomResizedCrop,
     RandomHorizontalFlip, Resize, CenterCrop, or a Compose of them) run in C++ on each delivered
     item of a decoded dataset, in this process, on augment_threads threads; their random draws come
-    from (augment_seed, epoch, item): None draws a fresh seed for this job.
+    from (augment_seed, epoch, item): None draws a fresh seed for this job. layout: "NHWC" (the
+    daemon's own) or "NCHW", in which fixed-size RGB items are gathered straight into [B, C, H, W]
+    (one pass over the bytes; cheaper than gathering NHWC and permuting).
     """
 
     def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
-                 drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2):
+                 drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2, layout="NHWC"):
         self.batch_size = integer("batch_size", batch_size, 1)
+        if layout not in ("NHWC", "NCHW"):
+            raise error(INVALID_ARGUMENT, f"layout must be 'NHWC' or 'NCHW', not {layout!r}")
+        self.layout = layout
         self.epochs = None if epochs is None else integer("epochs", epochs, 1)
         self.prefetch = integer("prefetch", prefetch, 1)
         self.client = client or Client()
@@ -113,7 +119,7 @@ class Loader:
         if self._job is None:
             self._open()
         while True:
-            got = self._job.next()
+            got = self._job.next(self.layout == "NCHW")
             if got is None:
                 self.close()
                 return

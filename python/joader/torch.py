@@ -114,7 +114,7 @@ class DataLoader:
         return Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
                       client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
                       augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
-                      augment_threads=self.augment_threads)
+                      augment_threads=self.augment_threads, layout=self.layout)
 
     def _subset_size(self):
         if self._subset is not None:
@@ -136,9 +136,7 @@ class DataLoader:
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def _to_tensors(self, batch):
-        images = torch.from_numpy(batch.data)
-        if self.layout == "NCHW":
-            images = images.permute(0, 3, 1, 2).contiguous()
+        images = torch.from_numpy(batch.data)  # already in self.layout: the Loader gathers it so
         if self.dtype == torch.float32:
             images = (images.float() / 255.0 - self.mean) / self.std
         labels = torch.from_numpy(batch.labels)

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <memory>
 
+#include "common/simd_clones.h"
+
 namespace joader {
 namespace {
 
@@ -338,18 +340,8 @@ void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int6
                 HorizontalPass::kByRows);
 }
 
-// The vertical pass is a plain int32 multiply-add over whole rows, which the compiler vectorises;
-// x86-64's baseline (SSE2) has no 32-bit vector multiply, so GCC also builds AVX2 and SSE4.1
-// clones and picks one at load time. Same arithmetic, so the same bytes.
-// Not in sanitizer builds: their runtimes are not ready when the dynamic loader runs the clones'
-// resolvers (TSan crashes at start), and they check the same code anyway.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
-#define JOADER_CLONES __attribute__((target_clones("avx2", "sse4.1", "default")))
-#else
-#define JOADER_CLONES
-#endif
-
+// The vertical pass is a plain int32 multiply-add over whole rows, which the compiler vectorises
+// (in AVX2 and SSE4.1 clones, common/simd_clones.h).
 JOADER_CLONES
 void accumulate_row(int32_t* acc, const uint8_t* src, int32_t w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += src[i] * w;

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "client/client.h"
+#include "client/layout.h"
 #include "client/report.h"
 #include "prep/augment.h"
 
@@ -104,7 +105,8 @@ class PyJob {
     return out;
   }
 
-  py::object next() {
+  // chw: fixed-size items are written as [n, C, H, W] (PyTorch's NCHW) instead of [n, H, W, C].
+  py::object next(bool chw) {
     Batch b;
     bool more;
     {
@@ -123,7 +125,8 @@ class PyJob {
     py::object data;
     if (!ops_.empty()) {
       const py::ssize_t S = out_size_;
-      py::array_t<uint8_t> array({n, S, S, py::ssize_t(3)});
+      py::array_t<uint8_t> array = chw ? py::array_t<uint8_t>({n, py::ssize_t(3), S, S})
+                                       : py::array_t<uint8_t>({n, S, S, py::ssize_t(3)});
       uint8_t* dst = array.mutable_data();
       std::string failure;
       {
@@ -139,7 +142,11 @@ class PyJob {
               img.stride = size_t{img.width} * 3;
               if (uint64_t{img.width} * img.height * 3 != it.size) throw PrepError("its size does not match its image");
               const Image out = augment(img, ops_, seed_, b.epoch, it.id);
-              std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
+              if (chw) {
+                hwc_to_chw(out.rgb.data(), size_t{out.width} * out.height, dst + i * out.rgb.size());
+              } else {
+                std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
+              }
             } catch (const std::exception& e) {
               throw PrepError("augment: item " + std::to_string(it.id) + ": " + e.what());
             }
@@ -167,13 +174,20 @@ class PyJob {
       data = std::move(items);
     } else if (shape_[0] != 0) {
       const uint64_t item_bytes = uint64_t{shape_[0]} * shape_[1] * shape_[2];
-      py::array_t<uint8_t> array({n, py::ssize_t(shape_[0]), py::ssize_t(shape_[1]), py::ssize_t(shape_[2])});
+      const auto [h, w, c] = shape_;
+      const bool planes = chw && c == 3;
+      py::array_t<uint8_t> array = planes ? py::array_t<uint8_t>({n, py::ssize_t(c), py::ssize_t(h), py::ssize_t(w)})
+                                          : py::array_t<uint8_t>({n, py::ssize_t(h), py::ssize_t(w), py::ssize_t(c)});
       uint8_t* dst = array.mutable_data();
       {
         py::gil_scoped_release nogil;
         for (const ItemView& it : b.items) {
           if (it.size != item_bytes) throw ClientError(13, "item size does not match the dataset's shape");
-          std::memcpy(dst, it.data, it.size);
+          if (planes) {
+            hwc_to_chw(it.data, size_t{h} * w, dst);  // one pass from the arena, no HWC copy to permute
+          } else {
+            std::memcpy(dst, it.data, it.size);
+          }
           dst += it.size;
         }
         job_->ack(b);
@@ -264,7 +278,7 @@ PYBIND11_MODULE(_native, m) {
         });
 
   py::class_<PyJob>(m, "Job")
-      .def("next", &PyJob::next)
+      .def("next", &PyJob::next, py::arg("chw") = false)
       .def("close", &PyJob::close)
       .def_property_readonly("info", &PyJob::info)
       .def_property_readonly("wait_seconds", &PyJob::wait_seconds);

@@ -187,6 +187,20 @@ def test_data_parallel_parts_are_padded_like_distributed_sampler():
     assert [len(joader.torch.partition(5, 2, r, 0, 0, drop_last=True)) for r in range(2)] == [2, 2]
 
 
+def test_a_loader_gathers_nchw_as_the_permuted_nhwc_batch(client):
+    client.add_dataset("synth", source="synthetic:20:24x20", crop=16)
+    ids = list(range(20))
+    nhwc = {int(i): img for b in joader.Loader("synth", indices=ids, batch_size=7, client=client)
+            for i, img in zip(b.indices, b.data)}
+    nchw = {int(i): img for b in joader.Loader("synth", indices=ids, batch_size=7, client=client, layout="NCHW")
+            for i, img in zip(b.indices, b.data)}
+    assert sorted(nhwc) == sorted(nchw) == ids
+    for i in ids:
+        assert nchw[i].shape == (3, 16, 16) and np.array_equal(nchw[i], nhwc[i].transpose(2, 0, 1))
+    with pytest.raises(joader.JoaderError, match="layout must be 'NHWC' or 'NCHW', not 'CHW'"):
+        joader.Loader("synth", client=client, layout="CHW")
+
+
 def test_images_equal_torchvisions_pipeline_byte_for_byte(client, workdir):
     # The daemon decodes with libjpeg-turbo and resizes with PIL's filter reproduced in C++:
     # the tensors equal ImageFolder + Resize + CenterCrop + PILToTensor exactly.

@@ -1,0 +1,26 @@
+#include "client/layout.h"
+
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace joader {
+namespace {
+
+TEST(HwcToChw, PutsEachChannelInItsOwnPlaneForAnyPixelCount) {
+  std::mt19937 rng(1);
+  // Counts around the vector widths, a 224×224 image, and a large odd one.
+  for (size_t pixels : {size_t{1}, size_t{2}, size_t{15}, size_t{16}, size_t{17}, size_t{31}, size_t{33},
+                        size_t{64}, size_t{100}, size_t{224 * 224}, size_t{1000003}}) {
+    std::vector<uint8_t> hwc(pixels * 3), chw(pixels * 3 + 1, 0xAB);  // one guard byte after
+    for (uint8_t& b : hwc) b = static_cast<uint8_t>(rng());
+    hwc_to_chw(hwc.data(), pixels, chw.data());
+    for (size_t i = 0; i < pixels; ++i)
+      for (size_t c = 0; c < 3; ++c) ASSERT_EQ(chw[c * pixels + i], hwc[3 * i + c]) << pixels << " pixels, " << i << ", " << c;
+    EXPECT_EQ(chw.back(), 0xAB) << pixels;
+  }
+}
+
+}  // namespace
+}  // namespace joader
