@@ -10,6 +10,10 @@
    `joader status` reports.
 
     make build && /usr/bin/python3 bench/daemon_bench.py [--runs 3] [--items 2000] [--threads 4]
+
+With --compare OTHER_BUILD (a build folder of another version), measures instead 1. and 2. (one
+daemon only) for both builds alternately, --runs rounds, and prints each round's pair and the
+median ratios: an A/B of two versions of the daemon in the same window.
 """
 import argparse
 import json
@@ -92,12 +96,42 @@ def private(tmp, items, threads):
             d.stop()
 
 
+def compare(other, runs, items, threads):
+    """This build (BUILD) against OTHER, alternately: delivery items/s and 4 shared jobs' img/s."""
+    global BUILD
+    this = BUILD
+    rows = []
+    for run in range(runs):
+        pair = {}
+        for name, build in (("other", other), ("this", this)):
+            BUILD = build
+            with tempfile.TemporaryDirectory(prefix="joader-bench-") as tmp:
+                os.chmod(tmp, 0o700)
+                pair[name] = (delivery(tmp, 1)[0]["items_per_s"], sharing(tmp, items, threads)["images_per_s"])
+        BUILD = this
+        rows.append(pair)
+        print(f"  round {run + 1}: {other}: {pair['other'][0]:.0f} items/s, {pair['other'][1]:.0f} img/s | "
+              f"{this}: {pair['this'][0]:.0f} items/s, {pair['this'][1]:.0f} img/s", file=sys.stderr)
+    med = statistics.median
+    print(f"| round | delivery items/s, {other} | {this} | ratio | 4 shared jobs img/s, {other} | {this} | ratio |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for i, p in enumerate(rows, 1):
+        print(f"| {i} | {p['other'][0]:.0f} | {p['this'][0]:.0f} | {p['this'][0] / p['other'][0]:.2f} | "
+              f"{p['other'][1]:.0f} | {p['this'][1]:.0f} | {p['this'][1] / p['other'][1]:.2f} |")
+    print(f"| median | {med(p['other'][0] for p in rows):.0f} | {med(p['this'][0] for p in rows):.0f} | "
+          f"{med(p['this'][0] / p['other'][0] for p in rows):.2f} | {med(p['other'][1] for p in rows):.0f} | "
+          f"{med(p['this'][1] for p in rows):.0f} | {med(p['this'][1] / p['other'][1] for p in rows):.2f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=4, help="loader threads in total on each side")
+    ap.add_argument("--compare", metavar="OTHER_BUILD", help="A/B this build against another build folder")
     args = ap.parse_args()
+    if args.compare:
+        return compare(args.compare, args.runs, args.items, args.threads)
     with tempfile.TemporaryDirectory(prefix="joader-bench-") as tmp:
         os.chmod(tmp, 0o700)
         print("delivery of cached items ...", file=sys.stderr)

@@ -20,6 +20,7 @@ def main():
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0)
     ap.add_argument("--pipeline", choices=["eval", "train"], default="eval")
+    ap.add_argument("--barrier", action="store_true", help="print 'ready', wait for a line on stdin, then start")
     args = ap.parse_args()
     torch.set_num_threads(1)
     client = joader.Client(args.socket)
@@ -31,7 +32,7 @@ def main():
         augment = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()])
     loader = DataLoader("e2e", batch_size=args.batch_size, indices=ids, epochs=args.epochs, client=client,
                         augment=augment, augment_threads=1)
-    timed.run(loader, args.epochs, args.sleep_ms)
+    timed.run(loader, args.epochs, args.sleep_ms, args.barrier)
 
 if __name__ == "__main__":
     main()

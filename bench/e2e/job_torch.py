@@ -20,6 +20,7 @@ def main():
     ap.add_argument("--sleep-ms", type=float, default=0.0, help="simulated training time per batch")
     ap.add_argument("--pipeline", choices=["eval", "train"], default="eval")
     ap.add_argument("--prefetch-factor", type=int, default=2, help="batches each worker prepares ahead")
+    ap.add_argument("--barrier", action="store_true", help="print 'ready', wait for a line on stdin, then start")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.pipeline == "train":
@@ -34,7 +35,7 @@ def main():
     loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                                          persistent_workers=args.workers > 0,
                                          prefetch_factor=args.prefetch_factor if args.workers > 0 else 2)
-    timed.run(loader, args.epochs, args.sleep_ms)
+    timed.run(loader, args.epochs, args.sleep_ms, args.barrier)
 
 if __name__ == "__main__":
     main()

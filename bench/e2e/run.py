@@ -10,7 +10,9 @@ longer side 300-800 px, baseline 4:2:0/4:2:2/4:4:4, progressive, gray and CMYK J
 CenterCrop(224), PILToTensor(), shuffle=True, persistent_workers=True, prefetch_factor=PREFETCH_FACTOR). Joader: the same k jobs through joader.torch
 against one daemon. Both sides get the same number of loader threads in total: T = max(2, k)
 (DataLoader workers = T / k per job; daemon --threads T). Every configuration runs --runs times,
-baseline and Joader alternately; figures are medians, ratios are computed pair by pair.
+baseline and Joader alternately; figures are medians, ratios are computed pair by pair. The jobs
+of a scenario start together once all are set up (a barrier after their imports), or at their
+stagger after the first.
 Scenarios: (a) k = 1; (b) k = 2 and 4, identical subsets, same start; (c) k = 4, each a random
 75 % subset, starts staggered by a quarter of a one-job epoch; (d) k = 4 identical subsets with
 0, 10, 20, 40 ms of "training" per batch.
@@ -75,16 +77,25 @@ def scenario_key(name):
 
 
 def run_jobs(commands, starts, env=None):
-    """Starts each command after its delay; returns the parsed JSON line of each."""
-    procs, t0 = [], time.monotonic()
-    order = sorted(range(len(commands)), key=lambda i: starts[i])
-    for i in order:
+    """Starts every command, waits until each has printed "ready" (interpreter, torch and dataset
+    set up), then tells each to go at its delay after the first; returns the JSON line of each."""
+    procs = [subprocess.Popen(c + ["--barrier"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+             for c in commands]
+    for i, p in enumerate(procs):
+        line = p.stdout.readline()
+        if line.strip() != "ready":
+            for q in procs:
+                q.kill()
+            raise RuntimeError(f"job did not get ready ({line!r}): {commands[i]}")
+    t0 = time.monotonic()
+    for i in sorted(range(len(commands)), key=lambda i: starts[i]):
         delay = starts[i] - (time.monotonic() - t0)
         if delay > 0:
             time.sleep(delay)
-        procs.append((i, subprocess.Popen(commands[i], stdout=subprocess.PIPE, text=True, env=env)))
+        procs[i].stdin.write("go\n")
+        procs[i].stdin.flush()
     results = [None] * len(commands)
-    for i, p in procs:
+    for i, p in enumerate(procs):
         out, _ = p.communicate()
         if p.returncode != 0:
             raise RuntimeError(f"job failed: {commands[i]}")

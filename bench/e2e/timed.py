@@ -1,5 +1,6 @@
 """What both benchmark jobs share: the subset they read and the timed training loop."""
 import json
+import sys
 import time
 
 import numpy as np
@@ -10,11 +11,16 @@ def subset(n, share, seed):
     return None if share >= 1.0 else np.random.default_rng(seed).permutation(n)[: int(n * share)]
 
 
-def run(loader, epochs, sleep_ms):
+def run(loader, epochs, sleep_ms, barrier=False):
     """Iterates `epochs` passes ("training" = sleep_ms per batch); prints one JSON line:
     {"items", "seconds", "start", "end", "epoch_ends", "epoch_items"} on the monotonic clock, shared
     by all processes. `start` is taken before the first batch is asked for, so a DataLoader's worker
-    start-up is inside the first epoch; the later epochs are the steady state."""
+    start-up is inside the first epoch; the later epochs are the steady state. With barrier, the job
+    prints "ready" once set up (imports done) and waits for a line on stdin before it starts, so
+    that jobs told to start together do, and no job's imports run inside another's window."""
+    if barrier:
+        print("ready", flush=True)
+        sys.stdin.readline()
     start = time.monotonic()
     items, epoch_ends, epoch_items = 0, [], []
     for _ in range(epochs):
