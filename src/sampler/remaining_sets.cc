@@ -18,8 +18,8 @@ void RemainingSets::check_job(JobSlot job) const {
 
 JobSlot RemainingSets::add_job(std::vector<ItemId> subset) {
   if (active_mask_ == ~uint64_t{0}) {
-    throw SamplerError("too many jobs: at most " + std::to_string(kMaxJobs) +
-                       " jobs may share one dataset");
+    throw SamplerError("too many jobs: at most " + std::to_string(kMaxJobs) + " jobs may share one dataset",
+                       SamplerError::kFull);
   }
   if (subset.empty()) throw SamplerError("the job's subset is empty");
   std::vector<bool> seen(sig_.size(), false);

@@ -35,10 +35,17 @@ class SignatureObserver {
   virtual void signature_changed(ItemId item, uint64_t old_sig, uint64_t new_sig) = 0;
 };
 
-// Thrown for caller errors (bad ids, too many jobs): the message is meant for the user.
+// Thrown for caller errors (bad ids, too many jobs): the message is meant for the user; kFull
+// when the request was fine but the dataset already has as many jobs as it can hold.
 class SamplerError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  enum Code { kInvalid, kFull };
+  explicit SamplerError(const std::string& message, Code code = kInvalid)
+      : std::runtime_error(message), code_(code) {}
+  Code code() const { return code_; }
+
+ private:
+  Code code_;
 };
 
 class RemainingSets {

@@ -448,8 +448,8 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   try {
     slot = ds.sampler->add_job(std::move(subset), req.epochs(), req.resume() ? req.resume_epoch() : 0, consumed);
   } catch (const SamplerError& e) {
-    const bool full = std::string(e.what()).rfind("too many jobs", 0) == 0;
-    throw EngineError(full ? EngineError::kResourceExhausted : EngineError::kInvalidArgument, e.what());
+    throw EngineError(e.code() == SamplerError::kFull ? EngineError::kResourceExhausted : EngineError::kInvalidArgument,
+                      e.what());
   }
   auto job = std::make_shared<Job>();
   job->id = next_job_id_++;
