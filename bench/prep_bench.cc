@@ -51,11 +51,11 @@ void BM_DecodeOnly(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The evaluation pipeline: Resize(256) + CenterCrop(224).
+const PrepSpec kEval{.raw = false, .resize = 256, .crop = 224};
+
 void BM_Prepare_Resize256_Crop224(benchmark::State& state) {
-  PrepSpec spec;
-  spec.raw = false;
-  spec.resize = 256;
-  spec.crop = 224;
+  const PrepSpec& spec = kEval;
   std::vector<uint8_t> out;
   size_t i = 0;
   for (auto _ : state) prepare(spec, files()[i++ % files().size()], out);
@@ -63,10 +63,7 @@ void BM_Prepare_Resize256_Crop224(benchmark::State& state) {
 }
 
 void BM_Prepare_Resize256_Crop224_WholeDecode(benchmark::State& state) {
-  PrepSpec spec;
-  spec.raw = false;
-  spec.resize = 256;
-  spec.crop = 224;
+  const PrepSpec& spec = kEval;
   std::vector<uint8_t> out;
   size_t i = 0;
   for (auto _ : state) {
