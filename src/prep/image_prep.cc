@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "common/simd_clones.h"
+#include "prep/pil_cmyk.h"
 
 namespace joader {
 namespace {
@@ -95,24 +96,6 @@ tjhandle compressor() {
   return handle.get();
 }
 
-// Pillow's MULDIV255: a*b/255 rounded to nearest, as its cmyk2rgb computes it.
-inline int muldiv255(int a, int b) {
-  const int t = a * b + 128;
-  return ((t >> 8) + t) >> 8;
-}
-
-// libjpeg returns the stored samples s; PIL reads 4-component JPEGs as Adobe-inverted ("CMYK;I"),
-// so its ink values are 255 - s, which its cmyk2rgb turns into R = K' - C*K'/255 with
-// K' = 255 - K = s_K.
-void pil_cmyk_to_rgb(const std::vector<uint8_t>& cmyk, uint8_t* rgb) {
-  for (size_t i = 0, n = cmyk.size() / 4; i < n; ++i) {
-    const uint8_t* s = &cmyk[4 * i];
-    const int nk = s[3];
-    for (int c = 0; c < 3; ++c)
-      rgb[3 * i + c] = static_cast<uint8_t>(nk - muldiv255(255 - s[c], nk));
-  }
-}
-
 void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img) {
   tjhandle tj = decompressor();
   int width = 0, height = 0, subsamp = -1, colorspace = -1;
@@ -149,7 +132,7 @@ void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img)
     if (tjGetErrorCode(tj) == TJERR_FATAL || message == "Premature end of JPEG file")
       throw PrepError("corrupt or truncated JPEG: " + message);
   }
-  if (cmyk) pil_cmyk_to_rgb(cmyk_pixels, img.rgb.data());
+  if (cmyk) pil_cmyk_to_rgb(cmyk_pixels.data(), img.rgb.data(), cmyk_pixels.size() / 4);
 }
 
 // ---- PNG (libpng) ----

@@ -10,6 +10,8 @@
 #include <csetjmp>
 #include <memory>
 
+#include "prep/pil_cmyk.h"
+
 namespace joader {
 namespace {
 
@@ -34,19 +36,6 @@ struct Decoder {
 // decides what it means, so give up. Other levels are trace messages, off by default.
 void on_message(j_common_ptr cinfo, int level) {
   if (level < 0) std::longjmp(static_cast<Decoder*>(cinfo->client_data)->jump, 1);
-}
-
-// Pillow's MULDIV255 and cmyk2rgb on the stored (Adobe-inverted) samples, as decode_image.
-inline int muldiv255(int a, int b) {
-  const int t = a * b + 128;
-  return ((t >> 8) + t) >> 8;
-}
-
-void cmyk_row_to_rgb(const uint8_t* cmyk, uint8_t* rgb, size_t n) {
-  for (size_t i = 0; i < n; ++i, cmyk += 4, rgb += 3) {
-    const int nk = cmyk[3];
-    for (int c = 0; c < 3; ++c) rgb[c] = static_cast<uint8_t>(nk - muldiv255(255 - cmyk[c], nk));
-  }
 }
 
 // The work between setjmp and a possible longjmp; only `d` (on the heap, not in this frame) and
@@ -107,7 +96,7 @@ bool decode(Decoder* d, std::span<const uint8_t> data, uint64_t max_pixels,
     uint8_t* row = &out.rgb[size_t{y} * out.width * 3];
     JSAMPROW target = cmyk ? d->cmyk_row.data() : row;
     if (jpeg_read_scanlines(cinfo, &target, 1) != 1) return false;
-    if (cmyk) cmyk_row_to_rgb(d->cmyk_row.data(), row, out.width);
+    if (cmyk) pil_cmyk_to_rgb(d->cmyk_row.data(), row, out.width);
   }
   // The rows below are entropy-decoded but not transformed, and the last one is read, so that
   // damage anywhere in the file (a truncated file) still warns and the full decode then gives its
