@@ -67,6 +67,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
       return;
     }
     bool registered_now = false;
+    grpc::Status refusal;  // of the first message: not a Register, or one the Engine refused
     {
       std::lock_guard lk(mu_);
       if (finished_) return;
@@ -79,7 +80,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
           }
         }
       } else if (!request_.has_register_()) {
-        first_message_error_ = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+        refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                             "the first message of a job stream must be Register");
       } else {
         try {
@@ -90,12 +91,12 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
           registered_ = registered_now = true;
           writing_ = true;  // the Registered reply
         } catch (const EngineError& e) {
-          first_message_error_ = to_status(e);
+          refusal = to_status(e);
         }
       }
     }
-    if (!first_message_error_.ok()) {
-      finish_now(first_message_error_);
+    if (!refusal.ok()) {
+      finish_now(refusal);
       return;
     }
     if (registered_now) StartWrite(&reply_);
@@ -222,7 +223,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
   Engine::JobId id_ = 0;
   bool registered_ = false, writing_ = false, end_sent_ = false, read_closed_ = false, write_failed_ = false;
   bool job_closed_ = false, finished_ = false;
-  grpc::Status end_status_, first_message_error_;
+  grpc::Status end_status_;
 };
 
 JobStreams::JobStreams(Engine& engine, std::chrono::milliseconds register_timeout)
