@@ -73,6 +73,20 @@ void BM_Prepare_Resize256_Crop224_WholeDecode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The eval resize + crop alone, on decoded images, with each horizontal pass (image_prep.h).
+void BM_Resize256_Crop224(benchmark::State& state, HorizontalPass pass) {
+  std::vector<Image> decoded;
+  for (size_t i = 0; i < std::min<size_t>(files().size(), 50); ++i) decoded.push_back(decode_image(files()[i], 1ull << 30));
+  std::vector<uint8_t> out;
+  size_t i = 0;
+  for (auto _ : state) {
+    const Image& img = decoded[i++ % decoded.size()];
+    resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3},
+                  prep_geometry(kEval, img.width, img.height), kEval.crop, kEval.crop, out, pass);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
   std::vector<Image> decoded;
   for (size_t i = 0; i < std::min<size_t>(files().size(), 50); ++i) decoded.push_back(decode_image(files()[i], 1ull << 30));
@@ -109,6 +123,8 @@ void BM_Gather224(benchmark::State& state, bool chw) {
 BENCHMARK_CAPTURE(BM_Gather224, hwc_copy, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Gather224, chw_one_pass, true)->Unit(benchmark::kMicrosecond);
 
+BENCHMARK_CAPTURE(BM_Resize256_Crop224, by_rows, HorizontalPass::kByRows)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Resize256_Crop224, by_columns, HorizontalPass::kByColumns)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Augment_RandomResizedCrop224_Flip)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prepare_Resize256_Crop224)->Unit(benchmark::kMillisecond);

@@ -187,7 +187,7 @@ Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool
   g.resized_width = g.resized_height = size;
   Image out;
   out.width = out.height = size;
-  resize_window(cropped, g, size, size, out.rgb, HorizontalPass::kByColumns);
+  resize_window(cropped, g, size, size, out.rgb);
   if (flip) flip_rows(out);
   return out;
 }

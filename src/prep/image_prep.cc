@@ -319,63 +319,91 @@ std::pair<uint32_t, uint32_t> input_span(int64_t in, int64_t out, int64_t out0, 
 }  // namespace
 
 void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out) {
-  resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, crop_w, crop_h, out,
-                HorizontalPass::kByRows);
+  resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, crop_w, crop_h, out);
 }
 
-// The vertical pass is a plain int32 multiply-add over whole rows, which the compiler vectorises
-// (in AVX2 and SSE4.1 clones, common/simd_clones.h).
+// The kernel of both passes: dst[i] = clip8(sum over t of src[t * stride + i] * w[t], with PIL's
+// rounding bias) for i in [0, n) — a weighted sum of `taps` byte rows `stride` apart. Blocks of
+// kLanes outputs keep their sums in vector registers across all taps (in AVX2 and SSE4.1 clones,
+// common/simd_clones.h; x86-64's baseline lacks the 32-bit vector multiply), so each input byte is
+// loaded once per tap and each sum is stored once. Integer arithmetic identical to PIL's.
 JOADER_CLONES
-void accumulate_row(int32_t* acc, const uint8_t* src, int32_t w, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += src[i] * w;
-}
-
-// PIL's clip8 on a fixed-point sum: clamp(v >> 22, 0, 255), written so that it vectorises.
-JOADER_CLONES
-void clip_row(const int32_t* acc, uint8_t* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t v = acc[i] >> kPrecisionBits;
-    dst[i] = static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+void weighted_rows(const uint8_t* src, size_t stride, const int32_t* w, int taps, uint8_t* dst, int64_t n) {
+  constexpr int kLanes = 32;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    int32_t acc[kLanes];
+    for (int l = 0; l < kLanes; ++l) acc[l] = 1 << (kPrecisionBits - 1);
+    for (int t = 0; t < taps; ++t) {
+      const uint8_t* s = src + static_cast<size_t>(t) * stride + i;
+      const int32_t wt = w[t];
+      for (int l = 0; l < kLanes; ++l) acc[l] += s[l] * wt;
+    }
+    for (int l = 0; l < kLanes; ++l) {
+      const int32_t v = acc[l] >> kPrecisionBits;
+      dst[i + l] = static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+  }
+  for (; i < n; ++i) {
+    int32_t acc = 1 << (kPrecisionBits - 1);
+    for (int t = 0; t < taps; ++t) acc += src[static_cast<size_t>(t) * stride + i] * w[t];
+    dst[i] = clip8(acc);
   }
 }
 
 // The horizontal pass, computed on the transposed input so that it becomes the same contiguous
-// multiply-add as the vertical pass: the input columns [x0, x1) of rows [row_first, row_last) are
-// laid out column by column (each column: its rows' RGB in order), every output column is then a
-// sum of whole input columns, and the result is transposed back into rows. Integer arithmetic
-// identical to PIL's, so the bytes are too.
+// weighted sum as the vertical pass. The rows are taken in bands of kBand: a band's input columns
+// [x0, x1) are laid out column by column (each column: the band's rows' RGB in order, 3 × kBand
+// bytes and a spare byte), every output column is then a weighted sum of whole input columns, and
+// its pixels are written back into their rows. A band's transposed copy ((x1 - x0) × 97 bytes)
+// stays in the core's cache, which a copy of the whole window did not right after a decode.
+// Pixels are moved as 4-byte words (one load and one store instead of two of each): each word's
+// fourth byte lands where a later store writes, or in a spare byte. Integer arithmetic identical
+// to PIL's, so the bytes are too.
 void horizontal_pass_by_columns(const ImageView& img, const Coefficients& h, int row_first, int row_last, int64_t nx,
-                     uint8_t* rows) {
+                                uint8_t* rows) {
+  constexpr int kBand = 32;
   const int x0 = h.first[0], x1 = h.first[nx - 1] + h.count[nx - 1];
-  const size_t column = static_cast<size_t>(row_last - row_first) * 3;  // bytes per transposed column
-  std::vector<uint8_t> columns(static_cast<size_t>(x1 - x0) * column);
-  for (int y = row_first; y < row_last; ++y) {
-    const uint8_t* in = img.rgb + static_cast<size_t>(y - img.top) * img.stride + static_cast<size_t>(x0 - img.left) * 3;
-    uint8_t* dst = columns.data() + static_cast<size_t>(y - row_first) * 3;
-    for (int x = 0; x < x1 - x0; ++x, in += 3, dst += column) {
-      dst[0] = in[0];
-      dst[1] = in[1];
-      dst[2] = in[2];
+  thread_local std::vector<uint8_t> columns;
+  columns.resize(static_cast<size_t>(x1 - x0) * (kBand * 3 + 1));
+  uint8_t out_column[kBand * 3 + 1];  // a spare byte for the last pixel's 4-byte load
+  const size_t row_bytes = static_cast<size_t>(nx) * 3;
+  for (int y0 = row_first; y0 < row_last; y0 += kBand) {
+    const int band = std::min(kBand, row_last - y0);
+    const size_t column = static_cast<size_t>(band) * 3;  // bytes per transposed column
+    const size_t stride = column + 1;
+    for (int r = 0; r < band; ++r) {
+      const uint8_t* in =
+          img.rgb + static_cast<size_t>(y0 + r - img.top) * img.stride + static_cast<size_t>(x0 - img.left) * 3;
+      uint8_t* dst = columns.data() + static_cast<size_t>(r) * 3;
+      int x = 0;
+      for (; x < x1 - x0 - 1; ++x, in += 3, dst += stride) {
+        uint32_t pixel;
+        std::memcpy(&pixel, in, 4);
+        std::memcpy(dst, &pixel, 4);
+      }
+      std::memcpy(dst, in, 3);  // the byte after a row's last pixel may lie outside the image
+    }
+    uint8_t* out_rows = rows + static_cast<size_t>(y0 - row_first) * row_bytes;
+    for (int64_t i = 0; i < nx; ++i) {
+      weighted_rows(columns.data() + static_cast<size_t>(h.first[i] - x0) * stride, stride,
+                    &h.weights[static_cast<size_t>(i * h.ksize)], h.count[i], out_column,
+                    static_cast<int64_t>(column));
+      // 4-byte words again, except for a row's last pixel: its fourth byte would be the next row's
+      // first, written already.
+      uint8_t* dst = out_rows + static_cast<size_t>(i) * 3;
+      if (i + 1 < nx) {
+        for (size_t r = 0; r < column; r += 3, dst += row_bytes) {
+          uint32_t pixel;
+          std::memcpy(&pixel, out_column + r, 4);
+          std::memcpy(dst, &pixel, 4);
+        }
+      } else {
+        for (size_t r = 0; r < column; r += 3, dst += row_bytes) std::memcpy(dst, out_column + r, 3);
+      }
     }
   }
-  std::vector<int32_t> acc(column);
-  std::vector<uint8_t> out_column(column);
-  for (int64_t i = 0; i < nx; ++i) {
-    const int32_t* k = &h.weights[static_cast<size_t>(i * h.ksize)];
-    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
-    for (int x = 0; x < h.count[i]; ++x) {
-      accumulate_row(acc.data(), columns.data() + static_cast<size_t>(h.first[i] - x0 + x) * column, k[x],
-                     static_cast<int64_t>(column));
-    }
-    clip_row(acc.data(), out_column.data(), static_cast<int64_t>(column));
-    uint8_t* dst = rows + static_cast<size_t>(i) * 3;
-    const size_t row_bytes = static_cast<size_t>(nx) * 3;
-    for (size_t r = 0; r < column; r += 3, dst += row_bytes) {
-      dst[0] = out_column[r];
-      dst[1] = out_column[r + 1];
-      dst[2] = out_column[r + 2];
-    }
-  }
+  release_if_large(columns);
 }
 
 // The horizontal pass as PIL runs it: row by row, each output pixel a short scalar sum.
@@ -427,17 +455,10 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
     horizontal_pass_by_rows(img, h, row_first, row_last, nx, rows.data());
   }
   // Vertical pass, straight into the output window.
-  thread_local std::vector<int32_t> acc;
-  acc.resize(static_cast<size_t>(nx * 3));
   for (int64_t j = 0; j < ny; ++j) {
-    const int32_t* k = &v.weights[static_cast<size_t>(j * v.ksize)];
-    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
-    for (int y = 0; y < v.count[j]; ++y) {
-      const uint8_t* src = &rows[static_cast<size_t>((v.first[j] - row_first + y) * nx * 3)];
-      accumulate_row(acc.data(), src, k[y], nx * 3);
-    }
-    uint8_t* dst = &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop_w + (ox0 - g.crop_left)) * 3)];
-    clip_row(acc.data(), dst, nx * 3);
+    weighted_rows(&rows[static_cast<size_t>((v.first[j] - row_first) * nx * 3)], static_cast<size_t>(nx * 3),
+                  &v.weights[static_cast<size_t>(j * v.ksize)], v.count[j],
+                  &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop_w + (ox0 - g.crop_left)) * 3)], nx * 3);
   }
   release_if_large(rows);
 }
