@@ -3,6 +3,8 @@
 joining, leaving and being killed at random for --duration seconds.
 
     /usr/bin/python3 bench/soak.py --build build --duration 600 --out docs/soak_results.json
+    /usr/bin/python3 bench/soak.py --build build --duration 720 --jobs 16 --hang-s 120 \
+        --daemon-prefix 'valgrind --tool=massif --massif-out-file=massif.out'   # the live heap (ms_print)
 
 What runs. One daemon (private socket, `--state none`, a 64 MiB arena: the 4 datasets hold
 ~100 MiB once prepared, so the cache evicts all the time) with 4 datasets:
@@ -49,6 +51,7 @@ import math
 import os
 import random
 import shutil
+import shlex
 import signal
 import statistics
 import subprocess
@@ -67,9 +70,9 @@ MiB = 1 << 20
 
 
 class Daemon(SharedDaemon):
-    def __init__(self, build, workdir, cache_size, threads):
+    def __init__(self, build, workdir, cache_size, threads, prefix=()):
         super().__init__(os.path.join(build, "joader"), workdir, cache_size=cache_size, threads=threads,
-                         extra=("--state", "none"))
+                         extra=("--state", "none"), prefix=prefix, timeout=120 if prefix else 15)
 
     def proc_stats(self):
         """VmRSS, RssAnon, RssShmem (KiB), Threads from /proc/PID/status; open fds."""
@@ -408,6 +411,7 @@ class Soak:
                "threads": st["Threads"], "cpu_s": round(st["cpu_s"], 2), "daemon_jobs": len(s["jobs"]), "live_jobs": len(self.running),
                "pinned_bytes": s["pinned_bytes"], "cache_bytes": s["cache_bytes"], "loads": s["loads"],
                "deliveries": s["deliveries"], "hits": s["hits"], "evictions": s["evictions"],
+               "cached_items": s["cached_items"], "cached_blocks": s["cached_blocks"],
                **{k: self.counts[k] for k in ("completed", "killed", "left", "resumed", "epochs_completed")},
                "failures": len(self.failures)}
         if s["cache_bytes"] > s["cache_capacity"] or s["pinned_bytes"] > s["cache_capacity"]:
@@ -420,7 +424,7 @@ class Soak:
         print(f"[{row['t']:6.0f}s] rss {st['VmRSS'] / 1024:6.1f} MiB (anon {st.get('RssAnon', 0) / 1024:5.1f}, "
               f"shm {st.get('RssShmem', 0) / 1024:5.1f})  fds {st['fds']:4d}  thr {st['Threads']:3d} cpu {cpu:3.0f} % | "
               f"jobs {row['daemon_jobs']:2d} (ours {row['live_jobs']:2d}) | pinned {s['pinned_bytes'] / MiB:5.1f} "
-              f"cache {s['cache_bytes'] / MiB:5.1f} MiB | loads {s['loads']} deliv {s['deliveries']} L/D {ld:.3f} "
+              f"cache {s['cache_bytes'] / MiB:5.1f} MiB ({s['cached_items']} items, {s['cached_blocks']} blocks) | loads {s['loads']} deliv {s['deliveries']} L/D {ld:.3f} "
               f"evict {s['evictions']} | done {self.counts['completed']} killed {self.counts['killed']} "
               f"left {self.counts['left']} resumed {self.counts['resumed']} | epochs "
               f"{self.counts['epochs_exact']}/{self.counts['epochs_completed']} exact | failures {len(self.failures)}",
@@ -526,6 +530,8 @@ def main():
     ap.add_argument("--drain-s", type=float, default=180)
     ap.add_argument("--rss-growth", type=float, default=0.20)
     ap.add_argument("--fd-slack", type=int, default=0, help="extra fds allowed at the end")
+    ap.add_argument("--daemon-prefix", default="",
+                    help="a command to run the daemon under, e.g. 'valgrind --tool=massif --massif-out-file=F'")
     ap.add_argument("--out", help="write the summary and time series as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (kept anyway on failure)")
     args = ap.parse_args()
@@ -543,7 +549,7 @@ def main():
     baseline = {}
     try:
         datasets = make_datasets(args.build, workdir)
-        daemon = Daemon(args.build, workdir, args.cache_size, args.threads)
+        daemon = Daemon(args.build, workdir, args.cache_size, args.threads, shlex.split(args.daemon_prefix))
         baseline["no_datasets"] = daemon.proc_stats()
         for d in datasets:
             daemon.cli("dataset", "add", d["name"], "--source", d["source"], *d["prep"])

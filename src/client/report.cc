@@ -42,6 +42,8 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"pinned_bytes", s.pinned_bytes()},
           {"space_waits", s.space_waits()},
           {"split_items", s.split_items()},
+          {"cached_items", s.cached_items()},
+          {"cached_blocks", s.cached_blocks()},
           {"load_seconds",
            {{"bounds", std::vector<double>(s.load_seconds().bounds().begin(), s.load_seconds().bounds().end())},
             {"counts", std::vector<uint64_t>(s.load_seconds().counts().begin(), s.load_seconds().counts().end())},

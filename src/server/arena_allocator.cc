@@ -27,9 +27,15 @@ std::optional<uint64_t> ArenaAllocator::allocate(uint64_t n) {
   return offset;
 }
 
-std::optional<std::vector<Extent>> ArenaAllocator::allocate_extents(uint64_t n) {
-  if (rounded(n) > free_bytes_) return std::nullopt;
+std::optional<std::vector<Extent>> ArenaAllocator::allocate_extents(uint64_t n, size_t max_blocks) {
+  if (rounded(n) > free_bytes_ || max_blocks == 0) return std::nullopt;
   if (const std::optional<uint64_t> whole = allocate(n)) return std::vector<Extent>{{*whole, n}};
+  if (max_blocks < by_size_.size()) {  // do the largest max_blocks blocks hold it?
+    uint64_t room = 0;
+    size_t blocks = 0;
+    for (auto it = by_size_.rbegin(); it != by_size_.rend() && blocks < max_blocks; ++it, ++blocks) room += it->first;
+    if (room < rounded(n)) return std::nullopt;
+  }
   std::vector<Extent> out;
   uint64_t left = n;
   while (left > 0) {  // no block holds the rest: take the largest whole, until one does

@@ -2,6 +2,7 @@
 // Only the daemon allocates; clients read the offsets that batch descriptors carry.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -29,9 +30,9 @@ class ArenaAllocator {
   std::optional<uint64_t> allocate(uint64_t n);
   // n data bytes in one block when a free block is large enough (best fit), else in the largest
   // free blocks in turn, the last one split: fails (nullopt, nothing allocated) only when fewer
-  // than rounded(n) bytes are free, whatever the fragmentation. The extents' lengths add up to n;
-  // free each with free(offset, length).
-  std::optional<std::vector<Extent>> allocate_extents(uint64_t n);
+  // than rounded(n) bytes are free, whatever the fragmentation — or when it would take more than
+  // max_blocks blocks. The extents' lengths add up to n; free each with free(offset, length).
+  std::optional<std::vector<Extent>> allocate_extents(uint64_t n, size_t max_blocks = SIZE_MAX);
   // Returns a block; throws std::logic_error if it overlaps a free block (freed twice).
   void free(uint64_t offset, uint64_t n);
   uint64_t free_bytes() const { return free_bytes_; }

@@ -651,20 +651,19 @@ void Engine::loader_loop() {
     if (loads_.at(key).waiters.empty()) {
       // Every job that wanted the item has left: its bytes are not covered by any reservation,
       // so keep them only if they fit without evicting anything.
-      if (cache_->used() + rsize <= cache_->capacity()) extents = allocator_.allocate_extents(units);
+      if (cache_->used() + rsize <= cache_->capacity()) extents = allocator_.allocate_extents(units, kMaxBlocksPerItem);
       if (!extents) {
         finish_load(key, nullptr, "");
         continue;
       }
     }
     // Room in the arena: reservations guarantee the bytes once unpinned items are evicted, and
-    // allocate_extents() needs no more than the bytes (an item that finds no block large enough is
-    // split between several), so no load waits on fragmentation. Waiting is left as a safety net:
-    // it counts in space_waits, and gives up after 30 s rather than hang the item's jobs.
+    // place() needs no more than the bytes, so no load waits on fragmentation. Waiting is left as
+    // a safety net: it counts in space_waits, and gives up after 30 s rather than hang the item's jobs.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     bool waited = false;
     while (!extents && !stopping_ && std::chrono::steady_clock::now() < give_up) {
-      if (cache_->make_room(rsize) && (extents = allocator_.allocate_extents(units))) break;
+      if ((extents = place(units, rsize))) break;
       if (!waited) ++n_space_waits_;
       waited = true;
       space_cv_.wait_for(lk, std::chrono::milliseconds(100));
@@ -696,6 +695,14 @@ void Engine::loader_loop() {
     space_cv_.notify_all();  // it may be evicted now
     finish_load(key, &prepared, "");
     check_invariants("finishing a load");
+  }
+}
+
+std::optional<std::vector<Extent>> Engine::place(uint64_t units, uint64_t rsize) {
+  if (!cache_->make_room(rsize)) return std::nullopt;
+  for (;;) {
+    if (auto extents = allocator_.allocate_extents(units, kMaxBlocksPerItem)) return extents;
+    if (!cache_->evict_one()) return allocator_.allocate_extents(units);  // every other item is pinned
   }
 }
 
@@ -914,6 +921,10 @@ v1::StatusReply Engine::status() {
   out.set_skipped(n_skipped_);
   out.set_space_waits(n_space_waits_);
   out.set_split_items(n_split_items_);
+  out.set_cached_items(resident_.size());
+  uint64_t blocks = 0;
+  for (const auto& [key, r] : resident_) blocks += r.extents.size();
+  out.set_cached_blocks(blocks);
   v1::LoadHistogram* h = out.mutable_load_seconds();
   uint64_t loads_timed = 0;
   for (double b : kLoadBounds) h->add_bounds(b);

@@ -175,6 +175,14 @@ class Engine {
   bool decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
   double now() const;  // seconds since the engine started: the dispatcher's clock
   void loader_loop();
+  // Arena blocks for a loaded item of `units` bytes (rsize: rounded): evicts policy victims until
+  // the bytes fit, then more until they fit in at most kMaxBlocksPerItem blocks, and splits an
+  // item further only when every other item is pinned. Without the second step, a full arena
+  // shared by items of different sizes fragments without bound (measured in the soak: blocks per
+  // cached item 2.2 → 12 in 270 s, and rising). nullopt: fewer free bytes than rsize even after
+  // evicting every unpinned item. mu_ held.
+  std::optional<std::vector<Extent>> place(uint64_t units, uint64_t rsize);
+  static constexpr size_t kMaxBlocksPerItem = 4;
   void finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error);
   bool batch_ready(Job& j, size_t* take);
   Poll take_batch(Job& j, BatchOut* out);  // mu_ held

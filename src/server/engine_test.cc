@@ -272,10 +272,12 @@ TEST(EngineMemory, JobsGetExactEpochsOnACacheOfExactlyTheirBatchesWhileLoadsFini
 // Images of very different sizes (64×64 … 2000×1500), made once and read from memory.
 class VariedSource : public Source {
  public:
-  static constexpr std::pair<uint32_t, uint32_t> kSizes[] = {{64, 64}, {300, 200}, {2000, 1500}, {640, 480}, {97, 1201}, {1200, 900}};
-  explicit VariedSource(uint32_t count) {
+  using Sizes = std::vector<std::pair<uint32_t, uint32_t>>;
+  explicit VariedSource(uint32_t count,
+                        Sizes sizes = {{64, 64}, {300, 200}, {2000, 1500}, {640, 480}, {97, 1201}, {1200, 900}})
+      : sizes_(std::move(sizes)) {
     for (uint32_t id = 0; id < count; ++id) {
-      const auto [w, h] = kSizes[id % std::size(kSizes)];
+      const auto [w, h] = sizes_[id % sizes_.size()];
       items_.push_back({"varied:" + std::to_string(id), id % 3, 0});
       jpegs_.push_back(synthetic_jpeg(id, w, h));
     }
@@ -283,16 +285,35 @@ class VariedSource : public Source {
   size_t size() const override { return items_.size(); }
   const ItemMeta& item(uint32_t id) const override { return items_.at(id); }
   void read(uint32_t id, std::vector<uint8_t>& out) const override { out = jpegs_.at(id); }
-  std::pair<uint32_t, uint32_t> known_image_size(uint32_t id) const override { return kSizes[id % std::size(kSizes)]; }
+  std::pair<uint32_t, uint32_t> known_image_size(uint32_t id) const override { return sizes_[id % sizes_.size()]; }
   const std::vector<std::string>& classes() const override { return classes_; }
   std::string describe() const override { return "varied"; }
   const std::vector<uint8_t>& jpeg(uint32_t id) const { return jpegs_.at(id); }
 
  private:
+  Sizes sizes_;
   std::vector<ItemMeta> items_;
   std::vector<std::vector<uint8_t>> jpegs_;
   std::vector<std::string> classes_ = {"a", "b", "c"};
 };
+
+// Engine options' open_source for a source the test keeps: the engine gets a view of it.
+auto open_shared(std::shared_ptr<VariedSource> source) {
+  return [source](const std::string&, const std::function<void(size_t)>&, const std::string&) {
+    struct Shared : Source {
+      std::shared_ptr<VariedSource> s;
+      size_t size() const override { return s->size(); }
+      const ItemMeta& item(uint32_t id) const override { return s->item(id); }
+      void read(uint32_t id, std::vector<uint8_t>& out) const override { s->read(id, out); }
+      std::pair<uint32_t, uint32_t> known_image_size(uint32_t id) const override { return s->known_image_size(id); }
+      const std::vector<std::string>& classes() const override { return s->classes(); }
+      std::string describe() const override { return s->describe(); }
+    };
+    auto view = std::make_unique<Shared>();
+    view->s = source;
+    return std::unique_ptr<Source>(std::move(view));
+  };
+}
 
 // Own-size storage: items of 12 KB … 9 MB share an arena that holds ~20 average items while jobs
 // join and leave. The arena fragments, yet no load waits (an item that finds no block large enough
@@ -307,20 +328,7 @@ TEST(EngineMemory, ImagesOfVeryDifferentSizesNeverWaitOnFragmentation) {
   o.threads = 2;
   o.check_invariants = true;
   o.cache_bytes = 48u << 20;
-  o.open_source = [source](const std::string&, const std::function<void(size_t)>&, const std::string&) {
-    struct Shared : Source {  // the test keeps the source; the engine gets a view of it
-      std::shared_ptr<VariedSource> s;
-      size_t size() const override { return s->size(); }
-      const ItemMeta& item(uint32_t id) const override { return s->item(id); }
-      void read(uint32_t id, std::vector<uint8_t>& out) const override { s->read(id, out); }
-      std::pair<uint32_t, uint32_t> known_image_size(uint32_t id) const override { return s->known_image_size(id); }
-      const std::vector<std::string>& classes() const override { return s->classes(); }
-      std::string describe() const override { return s->describe(); }
-    };
-    auto view = std::make_unique<Shared>();
-    view->s = source;
-    return std::unique_ptr<Source>(std::move(view));
-  };
+  o.open_source = open_shared(source);
   Engine engine(o);
   v1::AddDatasetRequest add = synthetic("varied", 1);
   add.set_crop(0);  // stored at each image's own size
@@ -372,6 +380,44 @@ TEST(EngineMemory, ImagesOfVeryDifferentSizesNeverWaitOnFragmentation) {
   EXPECT_EQ(s.pinned_bytes(), 0u);
 }
 
+// A full arena shared by items of many sizes, for long: evicting just enough bytes for each new
+// item would split items into more and more pieces (in the soak: 2 blocks per item after a minute,
+// 11 after five). While other items can be evicted, no item takes more than 4 blocks.
+TEST(EngineMemory, ItemsOfManySizesTakeAtMostFourArenaBlocksEachWhileOthersCanBeEvicted) {
+  constexpr uint32_t kItems = 60;
+  auto source = std::make_shared<VariedSource>(
+      kItems, VariedSource::Sizes{{64, 64}, {100, 37}, {150, 90}, {33, 200}, {120, 120}, {77, 51}, {20, 31}, {140, 60}});
+  EngineOptions o;
+  o.threads = 2;
+  o.check_invariants = true;
+  o.cache_bytes = 400u << 10;  // ~15 of the items
+  o.open_source = open_shared(source);
+  Engine engine(o);
+  v1::AddDatasetRequest add = synthetic("varied", 1);
+  add.set_crop(0);
+  engine.add_dataset(add, {});
+  uint32_t most_blocks = 1;
+  std::mutex mu;
+  const auto count_blocks = [&](const BatchOut& b) {
+    std::lock_guard lk(mu);
+    for (uint32_t c : b.extent_counts) most_blocks = std::max(most_blocks, c);
+  };
+  std::vector<std::thread> threads;
+  for (uint64_t seed = 0; seed < 2; ++seed) {
+    threads.emplace_back([&, seed] {
+      v1::Registered reply;
+      const auto epochs = run_job(engine, engine.open_job(job_request("varied", 1, 40, 1), &reply), 0, 0, seed,
+                                  count_blocks);
+      EXPECT_EQ(epochs.size(), 40u);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const v1::StatusReply s = engine.status();
+  EXPECT_GT(s.split_items(), 0u) << "no item was ever split: the test shows nothing";
+  EXPECT_LE(most_blocks, 4u);
+  EXPECT_LE(s.cached_blocks(), 4 * s.cached_items());
+}
+
 TEST(EngineDatasets, RefusesRelativeSourcePathsWhichWouldBeReadInTheDaemonsDirectory) {
   Engine engine(small_engine());
   for (const char* source : {"imagefolder:photos", "filelist:list.txt", "lmdb:./db"}) {
@@ -419,6 +465,19 @@ TEST(ArenaAllocator, SplitsAnItemBetweenBlocksWhenNoneIsLargeEnoughButFailsOnlyW
   const auto whole = a.allocate_extents(64);
   ASSERT_TRUE(whole);
   EXPECT_EQ(whole->size(), 1u);  // one block when one fits
+}
+
+TEST(ArenaAllocator, RefusesToSplitAnItemIntoMoreBlocksThanAllowedAndTakesNothingThen) {
+  ArenaAllocator a(640);
+  std::vector<uint64_t> at;
+  for (int i = 0; i < 10; ++i) at.push_back(*a.allocate(64));
+  for (int i = 0; i < 10; i += 2) a.free(at[i], 64);  // five free 64-byte holes
+  EXPECT_FALSE(a.allocate_extents(200, 3));  // needs four
+  EXPECT_EQ(a.free_bytes(), 320u);
+  const auto parts = a.allocate_extents(200, 4);
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->size(), 4u);
+  EXPECT_EQ(a.free_bytes(), 64u);
 }
 
 }  // namespace

@@ -62,6 +62,9 @@ std::string prometheus_text(const v1::StatusReply& s) {
           double(s.split_items()));
   gauge("cache_bytes", "Bytes of cached items in the arena.", double(s.cache_bytes()));
   gauge("cache_capacity_bytes", "Size of the shared-memory arena.", double(s.cache_capacity()));
+  gauge("cached_items", "Items in the cache.", double(s.cached_items()));
+  gauge("cached_blocks", "Arena blocks holding the cached items (above cached_items: fragmentation).",
+        double(s.cached_blocks()));
   gauge("pinned_bytes", "Bytes of cached items decided for jobs and not yet acknowledged.", double(s.pinned_bytes()));
   gauge("jobs", "Jobs registered.", double(s.jobs_size()));
   gauge("datasets", "Datasets registered.", double(s.datasets_size()));
