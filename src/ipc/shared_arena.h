@@ -37,10 +37,10 @@ class SharedArena {
   // Maps every page of the arena into the daemon's page table, in 32 MiB steps, on a thread of its
   // own started by the constructor (so that start-up does not wait for it; 512 MiB take ~0.2 s).
   // Otherwise the first write to each page of the arena faults, inside the first epoch: mapping
-  // them ahead made 4 identical jobs' first epoch 1.16× faster (bench/e2e b k=4, 6 pairs; the
-  // copy into the arena and the daemon's kernel time were 24 % of the CPU of that window). The
+  // them ahead made 4 identical jobs' first epoch 1.13× faster (bench/e2e b k=4, 3 pairs; the
+  // copy into the arena and the daemon's kernel time were 25 % of the CPU of that window). The
   // clients' read-only views are not populated: that would cost each job ~0.2 s per 512 MiB of
-  // arena at start, seconds for large caches, and measured no gain.
+  // arena at start, seconds for large caches, and gained nothing beyond the daemon's populate.
   void populate(const std::stop_token& stop);
 
   std::string name_;
