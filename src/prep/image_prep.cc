@@ -366,7 +366,7 @@ void horizontal_pass_by_columns(const ImageView& img, const Coefficients& h, int
   const int x0 = h.first[0], x1 = h.first[nx - 1] + h.count[nx - 1];
   thread_local std::vector<uint8_t> columns;
   columns.resize(static_cast<size_t>(x1 - x0) * (kBand * 3 + 1));
-  uint8_t out_column[kBand * 3 + 1];  // a spare byte for the last pixel's 4-byte load
+  uint8_t out_column[kBand * 3 + 1] = {};  // a spare byte for the last pixel's 4-byte load
   const size_t row_bytes = static_cast<size_t>(nx) * 3;
   for (int y0 = row_first; y0 < row_last; y0 += kBand) {
     const int band = std::min(kBand, row_last - y0);
