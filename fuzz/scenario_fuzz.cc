@@ -3,11 +3,21 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "sampler/remaining_sets.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Parsing materialises each job's subset (4 bytes per item of the universe): inputs with a
+  // universe above 4096 could ask for gigabytes across many jobs, beyond the fuzzer's memory
+  // limit. The parser's bound on the universe is a unit test (scenario_test.cc).
+  const auto doc = nlohmann::json::parse(data, data + size, nullptr, false);
+  if (doc.is_object() && doc.contains("universe") && doc["universe"].is_number() &&
+      doc["universe"].get<double>() > 4096) {
+    return 0;
+  }
   try {
     joader::Scenario sc = joader::parse_scenario(std::string(reinterpret_cast<const char*>(data), size));
     // Bound the work a parsed scenario can ask for.

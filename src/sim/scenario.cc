@@ -121,8 +121,13 @@ Scenario parse_scenario(const std::string& text) {
                         {"universe", "cache_items", "epochs", "seed", "sampler", "policy", "jobs"});
   Scenario sc;
   if (!doc.contains("universe")) fail("scenario", "missing field 'universe' (the item count)");
-  sc.universe = static_cast<uint32_t>(get_uint(doc["universe"], "universe", std::numeric_limits<uint32_t>::max()));
-  if (sc.universe == 0) fail("universe", "must be at least 1");
+  const uint64_t universe = get_uint(doc["universe"], "universe", std::numeric_limits<uint64_t>::max());
+  if (universe == 0) fail("universe", "must be at least 1");
+  if (universe > kMaxUniverse) {
+    fail("universe", "at most " + std::to_string(kMaxUniverse) + " items (2^24, as for the daemon's datasets), got " +
+                         std::to_string(universe));
+  }
+  sc.universe = static_cast<uint32_t>(universe);
   if (doc.contains("cache_items")) sc.cache_items = get_uint(doc["cache_items"], "cache_items", UINT64_MAX);
   if (doc.contains("epochs")) sc.epochs = static_cast<uint32_t>(get_uint(doc["epochs"], "epochs", 1u << 30));
   if (sc.epochs == 0) fail("epochs", "must be at least 1");

@@ -25,6 +25,10 @@ class ScenarioError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The largest universe a scenario may have: 2^24 items, as for the daemon's datasets (each job's
+// subset is held as a list of ids, 4 bytes per item).
+constexpr uint64_t kMaxUniverse = uint64_t{1} << 24;
+
 struct JobSpec {
   std::string name;
   std::vector<ItemId> subset;
