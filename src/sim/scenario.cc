@@ -124,7 +124,7 @@ Scenario parse_scenario(const std::string& text) {
   const uint64_t universe = get_uint(doc["universe"], "universe", std::numeric_limits<uint64_t>::max());
   if (universe == 0) fail("universe", "must be at least 1");
   if (universe > kMaxUniverse) {
-    fail("universe", "at most " + std::to_string(kMaxUniverse) + " items (2^24, as for the daemon's datasets), got " +
+    fail("universe", "must be at most " + std::to_string(kMaxUniverse) + " items (2^24, as for the daemon's datasets), got " +
                          std::to_string(universe));
   }
   sc.universe = static_cast<uint32_t>(universe);

@@ -57,7 +57,7 @@ TEST(Scenario, BadInputGetsAOneLineErrorNamingThePlace) {
   EXPECT_EQ(error_of(R"({"universe": -1, "jobs": []})"), "universe: expected a non-negative integer, got -1");
   // Found by fuzz/scenario_fuzz: a universe of 10^9 made each sampled subset allocate 4 GB.
   EXPECT_EQ(error_of(R"({"universe": 1000003334, "jobs": [{"subset": {"sample": 10}}]})"),
-            "universe: at most 16777216 items (2^24, as for the daemon's datasets), got 1000003334");
+            "universe: must be at most 16777216 items (2^24, as for the daemon's datasets), got 1000003334");
   EXPECT_EQ(error_of(R"({"universe": 10, "sampler": "random", "jobs": []})"),
             "sampler: unknown sampler 'random' (expected dsa, independent or lockstep)");
   EXPECT_EQ(error_of(R"({"universe": 10, "policy": "mru", "jobs": []})"),
