@@ -351,6 +351,13 @@ void weighted_rows(const uint8_t* src, size_t stride, const int32_t* w, int taps
   }
 }
 
+// A pixel moved as one 4-byte word: the caller makes sure the fourth byte may be read and written.
+inline void move_word(uint8_t* dst, const uint8_t* src) {
+  uint32_t word;
+  std::memcpy(&word, src, 4);
+  std::memcpy(dst, &word, 4);
+}
+
 // The horizontal pass, computed on the transposed input so that it becomes the same contiguous
 // weighted sum as the vertical pass. The rows are taken in bands of kBand: a band's input columns
 // [x0, x1) are laid out column by column (each column: the band's rows' RGB in order, 3 × kBand
@@ -377,11 +384,7 @@ void horizontal_pass_by_columns(const ImageView& img, const Coefficients& h, int
           img.rgb + static_cast<size_t>(y0 + r - img.top) * img.stride + static_cast<size_t>(x0 - img.left) * 3;
       uint8_t* dst = columns.data() + static_cast<size_t>(r) * 3;
       int x = 0;
-      for (; x < x1 - x0 - 1; ++x, in += 3, dst += stride) {
-        uint32_t pixel;
-        std::memcpy(&pixel, in, 4);
-        std::memcpy(dst, &pixel, 4);
-      }
+      for (; x < x1 - x0 - 1; ++x, in += 3, dst += stride) move_word(dst, in);
       std::memcpy(dst, in, 3);  // the byte after a row's last pixel may lie outside the image
     }
     uint8_t* out_rows = rows + static_cast<size_t>(y0 - row_first) * row_bytes;
@@ -393,11 +396,7 @@ void horizontal_pass_by_columns(const ImageView& img, const Coefficients& h, int
       // first, written already.
       uint8_t* dst = out_rows + static_cast<size_t>(i) * 3;
       if (i + 1 < nx) {
-        for (size_t r = 0; r < column; r += 3, dst += row_bytes) {
-          uint32_t pixel;
-          std::memcpy(&pixel, out_column + r, 4);
-          std::memcpy(dst, &pixel, 4);
-        }
+        for (size_t r = 0; r < column; r += 3, dst += row_bytes) move_word(dst, out_column + r);
       } else {
         for (size_t r = 0; r < column; r += 3, dst += row_bytes) std::memcpy(dst, out_column + r, 3);
       }
