@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -55,9 +56,21 @@ SharedArena::SharedArena(uint64_t size, std::optional<gid_t> group) : size_(size
     fail("cannot map shared memory " + name_);
   }
   data_ = static_cast<uint8_t*>(p);
+  populate_ = std::jthread([this](std::stop_token stop) { populate(stop); });
+}
+
+void SharedArena::populate(const std::stop_token& stop) {
+  constexpr uint64_t kChunk = uint64_t{32} << 20;
+  for (uint64_t at = 0; at < size_ && !stop.stop_requested(); at += kChunk) {
+    // Maps the pages writable without touching their bytes (Linux 5.14+); older kernels answer
+    // EINVAL, and the pages are then mapped on first write as before.
+    if (madvise(data_ + at, std::min(kChunk, size_ - at), MADV_POPULATE_WRITE) != 0) return;
+  }
 }
 
 SharedArena::~SharedArena() {
+  populate_.request_stop();
+  if (populate_.joinable()) populate_.join();
   munmap(data_, size_);
   shm_unlink(name_.c_str());
 }

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 namespace joader {
 
@@ -32,9 +34,19 @@ class SharedArena {
   static int remove_stale();
 
  private:
+  // Maps every page of the arena into the daemon's page table, in 32 MiB steps, on a thread of its
+  // own started by the constructor (so that start-up does not wait for it; 512 MiB take ~0.2 s).
+  // Otherwise the first write to each page of the arena faults, inside the first epoch: mapping
+  // them ahead made 4 identical jobs' first epoch 1.13× faster (bench/e2e b k=4, 3 pairs; the
+  // copy into the arena and the daemon's kernel time were 25 % of the CPU of that window). The
+  // clients' read-only views are not populated: that would cost each job ~0.2 s per 512 MiB of
+  // arena at start, seconds for large caches, and gained nothing beyond the daemon's populate.
+  void populate(const std::stop_token& stop);
+
   std::string name_;
   uint64_t size_;
   uint8_t* data_ = nullptr;
+  std::jthread populate_;
 };
 
 // A read-only mapping of a daemon's arena, for clients.

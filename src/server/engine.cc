@@ -632,6 +632,9 @@ void Engine::loader_loop() {
     }
     const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
     lk.lock();
+    // Shutting down: take nothing more. (Blocks allocated below and then abandoned on seeing
+    // stopping_ would be arena bytes no cache entry accounts for.)
+    if (stopping_) return;
     load_seconds_sum_ += load_seconds;
     ++load_counts_[std::lower_bound(std::begin(kLoadBounds), std::end(kLoadBounds), load_seconds) -
                    std::begin(kLoadBounds)];
