@@ -429,16 +429,22 @@ void horizontal_pass_by_rows(const ImageView& img, const Coefficients& h, int ro
 
 void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
                    std::vector<uint8_t>& out, HorizontalPass pass) {
+  out.resize(static_cast<size_t>(crop_w * crop_h * 3));
+  resize_window(img, g, crop_w, crop_h, std::span<uint8_t>(out), pass);
+}
+
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
+                   std::span<uint8_t> out, HorizontalPass pass) {
+  if (out.size() != static_cast<size_t>(crop_w * crop_h * 3)) {
+    throw PrepError("resize_window: the output holds " + std::to_string(out.size()) + " bytes, not " +
+                    std::to_string(crop_w * crop_h * 3));
+  }
   const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
   const auto [ox0, ox1] = inside(g.crop_left, crop_w, W);
   const auto [oy0, oy1] = inside(g.crop_top, crop_h, H);
   // Every byte of the window inside the resized image is written below; only padding needs zeros.
   const bool padded = ox0 > g.crop_left || oy0 > g.crop_top || ox1 < g.crop_left + crop_w || oy1 < g.crop_top + crop_h;
-  if (padded) {
-    out.assign(static_cast<size_t>(crop_w * crop_h * 3), 0);
-  } else {
-    out.resize(static_cast<size_t>(crop_w * crop_h * 3));
-  }
+  if (padded) std::memset(out.data(), 0, out.size());
   if (ox1 <= ox0 || oy1 <= oy0) return;
   const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
   const Coefficients h = bilinear_coefficients(img.width, W, ox0, nx);
@@ -563,13 +569,13 @@ bool resize_fits(const PrepSpec& spec, const PrepGeometry& g) {
 
 }  // namespace
 
-ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out) {
-  if (spec.raw) {
-    out.assign(encoded.begin(), encoded.end());
-    return {};
-  }
-  if (!own_size(spec) && is_jpeg(encoded)) {
-    check_decode_spec(spec);
+namespace {
+
+// Decode mode with a crop, into `out`: a vector (resized) or a span of exactly crop² · 3 bytes.
+template <class Out>
+ImageSize prepare_crop(const PrepSpec& spec, std::span<const uint8_t> encoded, Out& out) {
+  check_decode_spec(spec);
+  if (is_jpeg(encoded)) {
     PrepGeometry g;
     ImageRegion& region = scratch_region();
     const auto choose = [&](uint32_t width, uint32_t height) {
@@ -587,21 +593,6 @@ ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::v
   }
   Image& img = scratch_image();
   decode_into(encoded, spec.max_pixels, img);
-  if (own_size(spec)) {
-    if (img.width == 0 || img.height == 0) throw PrepError("image has no pixels");
-    const ImageSize stored = stored_size(spec, img.width, img.height);
-    if (stored.width == img.width && stored.height == img.height) {
-      out.swap(img.rgb);  // the caller's old buffer becomes the next call's
-    } else {
-      if (uint64_t{stored.width} * stored.height > spec.max_pixels) throw_too_large(stored.width, stored.height, spec.max_pixels);
-      PrepGeometry g;
-      g.resized_width = stored.width;
-      g.resized_height = stored.height;
-      resize_window(img, g, stored.width, stored.height, out);
-    }
-    release_if_large(img.rgb);
-    return stored;
-  }
   const PrepGeometry g = prep_geometry(spec, img.width, img.height);
   if (!resize_fits(spec, g))
     throw PrepError("image of " + std::to_string(img.width) + "×" + std::to_string(img.height) +
@@ -610,9 +601,43 @@ ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::v
                     std::to_string(resize_limit(spec)));
   // torchvision leaves an image that already has the target size alone; the filter is then the
   // identity, bit for bit, so one path serves both.
-  resize_window(img, g, spec.crop, spec.crop, out);
+  resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, spec.crop, spec.crop, out);
   release_if_large(img.rgb);
   return {spec.crop, spec.crop};
+}
+
+}  // namespace
+
+ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out) {
+  if (spec.raw) {
+    out.assign(encoded.begin(), encoded.end());
+    return {};
+  }
+  if (!own_size(spec)) return prepare_crop(spec, encoded, out);
+  Image& img = scratch_image();
+  decode_into(encoded, spec.max_pixels, img);
+  if (img.width == 0 || img.height == 0) throw PrepError("image has no pixels");
+  const ImageSize stored = stored_size(spec, img.width, img.height);
+  if (stored.width == img.width && stored.height == img.height) {
+    out.swap(img.rgb);  // the caller's old buffer becomes the next call's
+  } else {
+    if (uint64_t{stored.width} * stored.height > spec.max_pixels) throw_too_large(stored.width, stored.height, spec.max_pixels);
+    PrepGeometry g;
+    g.resized_width = stored.width;
+    g.resized_height = stored.height;
+    resize_window(img, g, stored.width, stored.height, out);
+  }
+  release_if_large(img.rgb);
+  return stored;
+}
+
+ImageSize prepare_into(const PrepSpec& spec, std::span<const uint8_t> encoded, std::span<uint8_t> out) {
+  if (spec.raw || own_size(spec)) throw PrepError("prepare_into: the spec has no crop, so items have no one size");
+  if (out.size() != prepared_size(spec)) {
+    throw PrepError("prepare_into: the output holds " + std::to_string(out.size()) + " bytes, an item " +
+                    std::to_string(prepared_size(spec)));
+  }
+  return prepare_crop(spec, encoded, out);
 }
 
 std::vector<uint8_t> encode_jpeg(const Image& img, int quality) {

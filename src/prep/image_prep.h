@@ -45,6 +45,7 @@ inline bool own_size(const PrepSpec& spec) { return !spec.raw && spec.crop == 0;
 // Width and height of an image, from its header.
 struct ImageSize {
   uint32_t width = 0, height = 0;
+  bool operator==(const ImageSize&) const = default;
 };
 
 // Reads the size of a JPEG or PNG from the first bytes of its file (the JPEG frame header may lie
@@ -122,6 +123,9 @@ struct ImageView {
 enum class HorizontalPass { kByRows, kByColumns };
 void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
                    std::vector<uint8_t>& out, HorizontalPass pass = HorizontalPass::kByColumns);
+// The same into `out`, which must hold exactly crop_w × crop_h × 3 bytes (throws PrepError if not).
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
+                   std::span<uint8_t> out, HorizontalPass pass = HorizontalPass::kByColumns);
 
 // The source pixels (of a width×height image) that resize_window(img, g, crop_w, crop_h) reads:
 // the filter's support around the part of the window that lies inside the resized image. Empty
@@ -141,6 +145,11 @@ PixelRect window_source(uint32_t width, uint32_t height, const PrepGeometry& g, 
 // Own-size mode: decode_image, then the resize when spec.resize is set, stored whole as HWC RGB.
 // Returns the stored image's size (crop×crop in crop mode, {0, 0} for raw).
 ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out);
+// Decode mode with a crop (every item prepared_size(spec) bytes): prepare() writing the crop
+// straight into `out`, which must hold exactly prepared_size(spec) bytes — e.g. an item's block
+// of the daemon's shared-memory arena, saving the copy from a buffer. The same bytes as prepare();
+// throws PrepError as it does, and for any other spec or size of `out`.
+ImageSize prepare_into(const PrepSpec& spec, std::span<const uint8_t> encoded, std::span<uint8_t> out);
 
 // Encodes img (RGB) as a baseline JPEG with 4:2:0 chroma subsampling (PIL's default) and the
 // accurate DCT, at the given quality (1..100). For the synthetic source and tests.

@@ -341,6 +341,34 @@ TEST(Prepare, PadsWithZerosWhereTheResizedImageIsSmallerThanTheCrop) {
     }
 }
 
+// The daemon prepares crops straight into an item's arena block: the bytes must be prepare()'s,
+// whatever was in the block before (padding included), for JPEGs decoded in part or whole and PNGs.
+TEST(Prepare, IntoAFixedBlockWritesTheSameBytesAsIntoABuffer) {
+  const std::vector<std::pair<PrepSpec, Bytes>> cases = {
+      {decode_spec(256, 224), encode_jpeg(noise_image(500, 375), 90)},
+      {decode_spec(64, 96), write_png(noise_image(100, 80).rgb.data(), 100, 80, PNG_FORMAT_RGB)},  // padded
+      {decode_spec(256, 224), encode_jpeg(gradient_image(40, 30), 90)},                            // enlarged
+      {decode_spec(0, 32), encode_jpeg(noise_image(97, 131), 75)},
+  };
+  for (const auto& [spec, encoded] : cases) {
+    Bytes expected;
+    prepare(spec, encoded, expected);
+    Bytes block(prepared_size(spec), 7);  // stale bytes of an evicted item
+    EXPECT_EQ(prepare_into(spec, encoded, block), (ImageSize{spec.crop, spec.crop}));
+    EXPECT_EQ(block, expected) << spec.describe();
+  }
+}
+
+TEST(Prepare, IntoABlockRefusesAWrongSizeOrASpecWithoutOneItemSize) {
+  const Bytes jpeg = encode_jpeg(noise_image(64, 48), 90);
+  Bytes block(prepared_size(decode_spec(32, 32)) - 1);
+  EXPECT_THROW(prepare_into(decode_spec(32, 32), jpeg, block), PrepError);
+  PrepSpec own;
+  own.raw = false;
+  EXPECT_THROW(prepare_into(own, jpeg, block), PrepError);
+  EXPECT_THROW(prepare_into(PrepSpec{}, jpeg, block), PrepError);  // raw
+}
+
 // The size only: that the enlarged pixels equal torchvision's is checked against torchvision itself
 // in tests/python/test_joader.py (test_enlarged_and_noisy_images_equal_torchvisions_pipeline).
 TEST(Prepare, EnlargesImagesSmallerThanTheTargetToTheCropSize) {

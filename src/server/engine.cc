@@ -384,12 +384,7 @@ void Engine::remove_dataset(const std::string& name) {
   }
   for (auto r = resident_.begin(); r != resident_.end();) {  // free its cached items now
     const CacheKey k = (r++)->first;
-    if (key_dataset(k) == ds.index && cache_->pins(k) == 0) {
-      const Resident res = resident_[k];
-      cache_->erase(k);
-      for (const Extent& e : res.extents) allocator_.free(e.offset, e.length);
-      resident_.erase(k);
-    }
+    if (key_dataset(k) == ds.index && cache_->pins(k) == 0) discard(k);
   }
   // Loads still in flight may point at the dataset: keep the object until they are done.
   dataset_by_index_[ds.index] = nullptr;
@@ -618,12 +613,35 @@ void Engine::loader_loop() {
     const Load& load = loads_.at(key);
     Dataset* ds = load.dataset;
     const ItemId item = load.item;
+    // Decoded crops all have one size: while jobs wait for the item, its arena blocks are claimed
+    // now and it is prepared straight into them, one copy of each item fewer (docs/BENCHMARKS.md).
+    // Other forms learn their size only once prepared, and an item no job waits for any more is
+    // kept only if it fits without evicting: both are placed after preparing.
+    std::optional<std::vector<Extent>> claimed;
+    if (!ds->prep.raw && !own_size(ds->prep) && !load.waiters.empty()) {
+      const uint64_t size = prepared_size(ds->prep);
+      claimed = claim(key, size, {ds->prep.crop, ds->prep.crop}, lk);
+      if (stopping_) {
+        if (claimed) discard(key);
+        return;
+      }
+      if (!claimed) {
+        finish_load(key, false, no_room(*ds, item, ArenaAllocator::rounded(size)));
+        continue;
+      }
+    }
     lk.unlock();
     std::string error;
     const auto load_start = Clock::now();
     try {
       ds->source->read(item, raw);
-      shape = prepare(ds->prep, raw, prepared);
+      if (claimed && claimed->size() == 1) {
+        const Extent& block = claimed->front();
+        shape = prepare_into(ds->prep, raw, {arena_.data() + block.offset, block.length});
+      } else {
+        shape = prepare(ds->prep, raw, prepared);
+        if (claimed) copy_in(*claimed, prepared);  // split between blocks: pinned, so no lock needed
+      }
     } catch (const std::exception& e) {
       error = e.what();
       if (error.rfind("item ", 0) != 0) {
@@ -632,12 +650,26 @@ void Engine::loader_loop() {
     }
     const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
     lk.lock();
-    // Shutting down: take nothing more. (Blocks allocated below and then abandoned on seeing
-    // stopping_ would be arena bytes no cache entry accounts for.)
-    if (stopping_) return;
+    // Shutting down: take nothing more, and give back what was claimed. (Blocks taken and then
+    // abandoned on seeing stopping_ would be arena bytes no cache entry accounts for.)
+    if (stopping_) {
+      if (claimed) discard(key);
+      return;
+    }
     load_seconds_sum_ += load_seconds;
     ++load_counts_[std::lower_bound(std::begin(kLoadBounds), std::end(kLoadBounds), load_seconds) -
                    std::begin(kLoadBounds)];
+    if (claimed) {
+      if (error.empty()) {
+        cache_->unpin(key);
+        space_cv_.notify_all();  // it may be evicted now
+      } else {
+        discard(key);
+      }
+      finish_load(key, error.empty(), error);
+      check_invariants("finishing a load");
+      continue;
+    }
     const uint64_t size = prepared.size();
     const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
     if (error.empty() && rsize > ds->item_bytes) {  // the reservations would not cover it
@@ -646,59 +678,93 @@ void Engine::loader_loop() {
               " bytes reserved per item of this dataset (did the file grow after indexing?)";
     }
     if (!error.empty()) {
-      finish_load(key, nullptr, error);
+      finish_load(key, false, error);
       continue;
     }
-    const uint64_t units = std::max<uint64_t>(size, 1);  // an empty item still takes one block
     std::optional<std::vector<Extent>> extents;
     if (loads_.at(key).waiters.empty()) {
       // Every job that wanted the item has left: its bytes are not covered by any reservation,
       // so keep them only if they fit without evicting anything.
-      if (cache_->used() + rsize <= cache_->capacity()) extents = allocator_.allocate_extents(units, kMaxBlocksPerItem);
+      if (cache_->used() + rsize <= cache_->capacity()) {
+        extents = allocator_.allocate_extents(std::max<uint64_t>(size, 1), kMaxBlocksPerItem);
+      }
       if (!extents) {
-        finish_load(key, nullptr, "");
+        finish_load(key, false, "");
+        continue;
+      }
+      admit(key, *extents, size, shape);
+    } else {
+      extents = claim(key, size, shape, lk);
+      if (stopping_) {
+        if (extents) discard(key);
+        return;
+      }
+      if (!extents) {
+        finish_load(key, false, no_room(*ds, item, rsize));
         continue;
       }
     }
-    // Room in the arena: reservations guarantee the bytes once unpinned items are evicted, and
-    // place() needs no more than the bytes, so no load waits on fragmentation. Waiting is left as
-    // a safety net: it counts in space_waits, and gives up after 30 s rather than hang the item's jobs.
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    bool waited = false;
-    while (!extents && !stopping_ && std::chrono::steady_clock::now() < give_up) {
-      if ((extents = place(units, rsize))) break;
-      if (!waited) ++n_space_waits_;
-      waited = true;
-      space_cv_.wait_for(lk, std::chrono::milliseconds(100));
-    }
-    if (stopping_) return;
-    if (!extents) {
-      finish_load(key, nullptr,
-                  "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): no room for its " +
-                      std::to_string(rsize) + " bytes in the cache for 30 s: " +
-                      std::to_string(cache_->pinned_units()) + " of " + std::to_string(cache_->capacity()) +
-                      " bytes are held by items that jobs have not acknowledged (start the daemon with a larger "
-                      "--cache-size)");
-      continue;
-    }
-    if (extents->size() > 1) ++n_split_items_;
-    resident_[key] = Resident{*extents, size, shape.width, shape.height};
-    cache_->insert(key, rsize);
-    cache_->pin(key);  // nobody may evict it while the bytes are copied in
-    check_invariants("placing a loaded item");
     lk.unlock();
-    uint64_t copied = 0;
-    for (const Extent& e : *extents) {
-      const uint64_t n = std::min(e.length, size - copied);
-      std::memcpy(arena_.data() + e.offset, prepared.data() + copied, n);
-      copied += n;
-    }
+    copy_in(*extents, prepared);
     lk.lock();
     cache_->unpin(key);
     space_cv_.notify_all();  // it may be evicted now
-    finish_load(key, &prepared, "");
+    finish_load(key, true, "");
     check_invariants("finishing a load");
   }
+}
+
+std::optional<std::vector<Extent>> Engine::claim(CacheKey key, uint64_t size, ImageSize shape,
+                                                 std::unique_lock<std::mutex>& lk) {
+  const uint64_t units = std::max<uint64_t>(size, 1);  // an empty item still takes one block
+  const uint64_t rsize = ArenaAllocator::rounded(units);
+  // Reservations guarantee the bytes once unpinned items are evicted, and place() needs no more
+  // than the bytes, so no load waits on fragmentation. Waiting is left as a safety net: it counts
+  // in space_waits, and gives up after 30 s rather than hang the item's jobs.
+  const auto give_up = Clock::now() + std::chrono::seconds(30);
+  bool waited = false;
+  while (!stopping_ && Clock::now() < give_up) {
+    if (std::optional<std::vector<Extent>> extents = place(units, rsize)) {
+      admit(key, *extents, size, shape);
+      return extents;
+    }
+    if (!waited) ++n_space_waits_;
+    waited = true;
+    space_cv_.wait_for(lk, std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
+}
+
+void Engine::admit(CacheKey key, const std::vector<Extent>& extents, uint64_t size, ImageSize shape) {
+  if (extents.size() > 1) ++n_split_items_;
+  resident_[key] = Resident{extents, size, shape.width, shape.height};
+  cache_->insert(key, ArenaAllocator::rounded(std::max<uint64_t>(size, 1)));
+  cache_->pin(key);  // nobody may evict it while its bytes are written
+  check_invariants("placing a loaded item");
+}
+
+void Engine::discard(CacheKey key) {
+  cache_->erase(key);
+  auto it = resident_.find(key);
+  for (const Extent& e : it->second.extents) allocator_.free(e.offset, e.length);
+  resident_.erase(it);
+  space_cv_.notify_all();
+}
+
+void Engine::copy_in(const std::vector<Extent>& extents, const std::vector<uint8_t>& bytes) {
+  uint64_t copied = 0;
+  for (const Extent& e : extents) {
+    const uint64_t n = std::min(e.length, bytes.size() - copied);
+    std::memcpy(arena_.data() + e.offset, bytes.data() + copied, n);
+    copied += n;
+  }
+}
+
+std::string Engine::no_room(const Dataset& ds, ItemId item, uint64_t rsize) const {
+  return "item " + std::to_string(item) + " (" + ds.source->item(item).path + "): no room for its " +
+         std::to_string(rsize) + " bytes in the cache for 30 s: " + std::to_string(cache_->pinned_units()) + " of " +
+         std::to_string(cache_->capacity()) +
+         " bytes are held by items that jobs have not acknowledged (start the daemon with a larger --cache-size)";
 }
 
 std::optional<std::vector<Extent>> Engine::place(uint64_t units, uint64_t rsize) {
@@ -709,11 +775,11 @@ std::optional<std::vector<Extent>> Engine::place(uint64_t units, uint64_t rsize)
   }
 }
 
-void Engine::finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error) {
+void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
   auto it = loads_.find(key);
   Load load = std::move(it->second);
   loads_.erase(it);
-  if (bytes == nullptr) {
+  if (!loaded) {
     if (load.dataset->skip_bad_items()) {  // every job that was to receive the item misses it
       load.dataset->skipped += load.waiters.size();
       n_skipped_ += load.waiters.size();

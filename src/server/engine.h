@@ -183,7 +183,21 @@ class Engine {
   // evicting every unpinned item. mu_ held.
   std::optional<std::vector<Extent>> place(uint64_t units, uint64_t rsize);
   static constexpr size_t kMaxBlocksPerItem = 4;
-  void finish_load(CacheKey key, const std::vector<uint8_t>* bytes, const std::string& error);
+  // Blocks for an item of `size` bytes, which then is resident and pinned (admit): place(), or,
+  // while it cannot, waiting for pins to be released (counted in space_waits) for at most 30 s.
+  // nullopt once shutting down or after 30 s. mu_ held through lk (released while waiting).
+  std::optional<std::vector<Extent>> claim(CacheKey key, uint64_t size, ImageSize shape, std::unique_lock<std::mutex>& lk);
+  // Makes the item in `extents` resident and pinned, so that nobody evicts it while it is written. mu_ held.
+  void admit(CacheKey key, const std::vector<Extent>& extents, uint64_t size, ImageSize shape);
+  // Drops a resident item, pins and all, and frees its blocks: an item whose load failed or was
+  // abandoned, or one of a removed dataset. mu_ held.
+  void discard(CacheKey key);
+  // Copies an item's bytes into its blocks, in order. Without mu_ (the item is pinned).
+  void copy_in(const std::vector<Extent>& extents, const std::vector<uint8_t>& bytes);
+  std::string no_room(const Dataset& ds, ItemId item, uint64_t rsize) const;  // the error of a claim that gave up
+  // The load of `key` ended: its waiting entries become ready (loaded: the item is resident) or
+  // fail with `error` (skipped under on_error skip). mu_ held.
+  void finish_load(CacheKey key, bool loaded, const std::string& error);
   bool batch_ready(Job& j, size_t* take);
   Poll take_batch(Job& j, BatchOut* out);  // mu_ held
   void wake(Job& j);                       // mu_ held: j's state changed
