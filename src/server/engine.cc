@@ -87,8 +87,7 @@ struct Engine::Job {
 Engine::Engine(EngineOptions options)
     : options_(std::move(options)),
       arena_(options_.cache_bytes, options_.share_group),
-      allocator_(options_.cache_bytes),
-      dispatcher_(allocator_.free_bytes(), 0.0) {
+      dispatcher_(ArenaAllocator(options_.cache_bytes).free_bytes(), 0.0) {
   PolicyContext ctx;
   ctx.signature = [this](CacheKey k) -> uint64_t {
     const Dataset* ds = dataset_by_index_[key_dataset(k)];
@@ -99,15 +98,10 @@ Engine::Engine(EngineOptions options)
     return ds == nullptr ? 0.0 : dispatcher_.request_rate(dataset, sig, ds->sampler->sets());
   };
   try {
-    cache_ = std::make_unique<Cache>(allocator_.free_bytes(), make_policy(options_.policy, ctx));
+    store_ = std::make_unique<ItemStore>(options_.cache_bytes, make_policy(options_.policy, ctx));
   } catch (const std::invalid_argument& e) {
     throw EngineError(EngineError::kInvalidArgument, e.what());
   }
-  cache_->set_eviction_listener([this](CacheKey k) {
-    auto it = resident_.find(k);
-    for (const Extent& e : it->second.extents) allocator_.free(e.offset, e.length);
-    resident_.erase(it);
-  });
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });
@@ -271,17 +265,17 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   std::lock_guard lk(mu_);
   if (auto existing = check_duplicate()) return *existing;  // added meanwhile by another client
   check_room();
-  if (ds->item_bytes > cache_->capacity()) {
+  if (ds->item_bytes > store_->capacity()) {
     throw EngineError(EngineError::kResourceExhausted,
                       "an item of dataset '" + req.name() + "' needs " + std::to_string(ds->item_bytes) +
-                          " bytes, more than the whole cache (" + std::to_string(cache_->capacity()) +
+                          " bytes, more than the whole cache (" + std::to_string(store_->capacity()) +
                           " bytes): start the daemon with a larger --cache-size");
   }
   ds->index = static_cast<uint32_t>(dataset_by_index_.size());
   const uint64_t seed = options_.seed ? *options_.seed * 0x9e3779b97f4a7c15ULL + ds->index + 1
                                       : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   ds->sampler = make_sampler(options_.sampler, static_cast<uint32_t>(n), seed);
-  ds->sampler->set_observer(cache_->observer_for(ds->index));
+  ds->sampler->set_observer(store_->observer_for(ds->index));
   dataset_by_index_.push_back(ds.get());
   auto& slot = datasets_[req.name()] = std::move(ds);
   save_datasets();
@@ -294,14 +288,7 @@ void Engine::check_invariants(const char* after) const {
     std::fprintf(stderr, "joader: internal invariant broken after %s: %s\n", after, what.c_str());
     std::abort();
   };
-  if (allocator_.free_bytes() + cache_->used() != cache_->capacity()) {
-    broken("arena free bytes " + std::to_string(allocator_.free_bytes()) + " + cached bytes " +
-           std::to_string(cache_->used()) + " != capacity " + std::to_string(cache_->capacity()));
-  }
-  if (resident_.size() != cache_->items()) {
-    broken(std::to_string(resident_.size()) + " arena entries for " + std::to_string(cache_->items()) + " cached items");
-  }
-  if (cache_->pinned_units() > cache_->used()) broken("more bytes pinned than cached");
+  if (const std::string what = store_->broken_invariant(); !what.empty()) broken(what);
   for (const auto& [id, j] : jobs_) {
     if (j->failure) continue;  // a failed job's entries stay as they were until it is closed
     uint64_t held = 0;
@@ -312,9 +299,9 @@ void Engine::check_invariants(const char* after) const {
              std::to_string(dispatcher_.queued(id)));
     }
   }
-  if (dispatcher_.reserved_bytes() > cache_->capacity()) {
+  if (dispatcher_.reserved_bytes() > store_->capacity()) {
     broken("reservations of " + std::to_string(dispatcher_.reserved_bytes()) + " bytes exceed the arena's " +
-           std::to_string(cache_->capacity()));
+           std::to_string(store_->capacity()));
   }
 }
 
@@ -382,10 +369,7 @@ void Engine::remove_dataset(const std::string& name) {
     throw EngineError(EngineError::kFailedPrecondition, "dataset '" + name + "' has " +
                                                             std::to_string(ds.jobs.size()) + " active job(s)");
   }
-  for (auto r = resident_.begin(); r != resident_.end();) {  // free its cached items now
-    const CacheKey k = (r++)->first;
-    if (key_dataset(k) == ds.index && cache_->pins(k) == 0) discard(k);
-  }
+  store_->discard_unpinned(ds.index);  // free its cached items now
   // Loads still in flight may point at the dataset: keep the object until they are done.
   dataset_by_index_[ds.index] = nullptr;
   retired_.push_back(std::move(it->second));
@@ -425,11 +409,11 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   }
   Dataset& ds = *dit->second;
   const uint64_t batch_bytes = uint64_t{req.batch_size()} * ds.item_bytes;
-  if (batch_bytes > cache_->capacity()) {
+  if (batch_bytes > store_->capacity()) {
     throw EngineError(EngineError::kResourceExhausted,
                       "one batch of " + std::to_string(req.batch_size()) + " items of " + std::to_string(ds.item_bytes) +
                           " bytes needs " + std::to_string(batch_bytes) + " bytes, more than the cache (" +
-                          std::to_string(cache_->capacity()) + " bytes): use a smaller batch or a larger --cache-size");
+                          std::to_string(store_->capacity()) + " bytes): use a smaller batch or a larger --cache-size");
   }
   const std::string augment = check_augment(req, ds);
   std::vector<ItemId> subset(req.ids().begin(), req.ids().end());
@@ -575,12 +559,11 @@ bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
     const CacheKey key = cache_key(ds.index, d.item);
     if (auto l = loads_.find(key); l != loads_.end()) {
       l->second.waiters.push_back({&j, e});
-    } else if (cache_->contains(key)) {
-      cache_->touch(key);
-      cache_->pin(key);
-      const Resident& r = resident_.at(key);
+    } else if (store_->contains(key)) {
+      store_->touch(key);
+      store_->pin(key);
       e->state = Entry::kReady;
-      e->placed = r;
+      e->placed = &store_->at(key);
       ++n_hits_;
       wake(j);
     } else {
@@ -617,7 +600,7 @@ void Engine::loader_loop() {
     // now and it is prepared straight into them, one copy of each item fewer (docs/BENCHMARKS.md).
     // Other forms learn their size only once prepared, and an item no job waits for any more is
     // kept only if it fits without evicting: both are placed after preparing.
-    std::optional<std::vector<Extent>> claimed;
+    const Placement* claimed = nullptr;
     if (!ds->prep.raw && !own_size(ds->prep) && !load.waiters.empty()) {
       const uint64_t size = prepared_size(ds->prep);
       claimed = claim(key, size, {ds->prep.crop, ds->prep.crop}, lk);
@@ -635,12 +618,12 @@ void Engine::loader_loop() {
     const auto load_start = Clock::now();
     try {
       ds->source->read(item, raw);
-      if (claimed && claimed->size() == 1) {
-        const Extent& block = claimed->front();
+      if (claimed && claimed->extents.size() == 1) {
+        const Extent& block = claimed->extents.front();
         shape = prepare_into(ds->prep, raw, {arena_.data() + block.offset, block.length});
       } else {
         shape = prepare(ds->prep, raw, prepared);
-        if (claimed) copy_in(*claimed, prepared);  // split between blocks: pinned, so no lock needed
+        if (claimed) copy_in(claimed->extents, prepared);  // split between blocks: pinned, so no lock needed
       }
     } catch (const std::exception& e) {
       error = e.what();
@@ -661,7 +644,7 @@ void Engine::loader_loop() {
                    std::begin(kLoadBounds)];
     if (claimed) {
       if (error.empty()) {
-        cache_->unpin(key);
+        store_->unpin(key);
         space_cv_.notify_all();  // it may be evicted now
       } else {
         discard(key);
@@ -681,73 +664,57 @@ void Engine::loader_loop() {
       finish_load(key, false, error);
       continue;
     }
-    std::optional<std::vector<Extent>> extents;
+    const Placement* placed = nullptr;
     if (loads_.at(key).waiters.empty()) {
       // Every job that wanted the item has left: its bytes are not covered by any reservation,
       // so keep them only if they fit without evicting anything.
-      if (cache_->used() + rsize <= cache_->capacity()) {
-        extents = allocator_.allocate_extents(std::max<uint64_t>(size, 1), kMaxBlocksPerItem);
-      }
-      if (!extents) {
+      placed = store_->place_if_free(key, size, shape.width, shape.height);
+      if (!placed) {
         finish_load(key, false, "");
         continue;
       }
-      admit(key, *extents, size, shape);
+      check_invariants("placing a loaded item");
     } else {
-      extents = claim(key, size, shape, lk);
+      placed = claim(key, size, shape, lk);
       if (stopping_) {
-        if (extents) discard(key);
+        if (placed) discard(key);
         return;
       }
-      if (!extents) {
+      if (!placed) {
         finish_load(key, false, no_room(*ds, item, rsize));
         continue;
       }
     }
     lk.unlock();
-    copy_in(*extents, prepared);
+    copy_in(placed->extents, prepared);
     lk.lock();
-    cache_->unpin(key);
+    store_->unpin(key);
     space_cv_.notify_all();  // it may be evicted now
     finish_load(key, true, "");
     check_invariants("finishing a load");
   }
 }
 
-std::optional<std::vector<Extent>> Engine::claim(CacheKey key, uint64_t size, ImageSize shape,
-                                                 std::unique_lock<std::mutex>& lk) {
-  const uint64_t units = std::max<uint64_t>(size, 1);  // an empty item still takes one block
-  const uint64_t rsize = ArenaAllocator::rounded(units);
+const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, std::unique_lock<std::mutex>& lk) {
   // Reservations guarantee the bytes once unpinned items are evicted, and place() needs no more
   // than the bytes, so no load waits on fragmentation. Waiting is left as a safety net: it counts
   // in space_waits, and gives up after 30 s rather than hang the item's jobs.
   const auto give_up = Clock::now() + std::chrono::seconds(30);
   bool waited = false;
   while (!stopping_ && Clock::now() < give_up) {
-    if (std::optional<std::vector<Extent>> extents = place(units, rsize)) {
-      admit(key, *extents, size, shape);
-      return extents;
+    if (const Placement* placed = store_->place(key, size, shape.width, shape.height)) {
+      check_invariants("placing a loaded item");
+      return placed;
     }
     if (!waited) ++n_space_waits_;
     waited = true;
     space_cv_.wait_for(lk, std::chrono::milliseconds(100));
   }
-  return std::nullopt;
-}
-
-void Engine::admit(CacheKey key, const std::vector<Extent>& extents, uint64_t size, ImageSize shape) {
-  if (extents.size() > 1) ++n_split_items_;
-  resident_[key] = Resident{extents, size, shape.width, shape.height};
-  cache_->insert(key, ArenaAllocator::rounded(std::max<uint64_t>(size, 1)));
-  cache_->pin(key);  // nobody may evict it while its bytes are written
-  check_invariants("placing a loaded item");
+  return nullptr;
 }
 
 void Engine::discard(CacheKey key) {
-  cache_->erase(key);
-  auto it = resident_.find(key);
-  for (const Extent& e : it->second.extents) allocator_.free(e.offset, e.length);
-  resident_.erase(it);
+  store_->discard(key);
   space_cv_.notify_all();
 }
 
@@ -762,17 +729,9 @@ void Engine::copy_in(const std::vector<Extent>& extents, const std::vector<uint8
 
 std::string Engine::no_room(const Dataset& ds, ItemId item, uint64_t rsize) const {
   return "item " + std::to_string(item) + " (" + ds.source->item(item).path + "): no room for its " +
-         std::to_string(rsize) + " bytes in the cache for 30 s: " + std::to_string(cache_->pinned_units()) + " of " +
-         std::to_string(cache_->capacity()) +
+         std::to_string(rsize) + " bytes in the cache for 30 s: " + std::to_string(store_->pinned_bytes()) + " of " +
+         std::to_string(store_->capacity()) +
          " bytes are held by items that jobs have not acknowledged (start the daemon with a larger --cache-size)";
-}
-
-std::optional<std::vector<Extent>> Engine::place(uint64_t units, uint64_t rsize) {
-  if (!cache_->make_room(rsize)) return std::nullopt;
-  for (;;) {
-    if (auto extents = allocator_.allocate_extents(units, kMaxBlocksPerItem)) return extents;
-    if (!cache_->evict_one()) return allocator_.allocate_extents(units);  // every other item is pinned
-  }
 }
 
 void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
@@ -798,11 +757,11 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
     }
     return;
   }
-  const Resident& r = resident_.at(key);
+  const Placement& placed = store_->at(key);
   for (auto [job, entry] : load.waiters) {
-    cache_->pin(key);
+    store_->pin(key);
     entry->state = Entry::kReady;
-    entry->placed = r;
+    entry->placed = &placed;
     wake(*job);
   }
 }
@@ -869,7 +828,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
         j.pending.pop_front();
       }
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
-        for (const Entry& e : delivered) cache_->unpin(cache_key(j.ds->index, e.item));
+        for (const Entry& e : delivered) store_->unpin(cache_key(j.ds->index, e.item));
         dispatcher_.dropped(j.id, delivered.size());
         delivered.clear();
         space_cv_.notify_all();
@@ -884,7 +843,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
       for (const Entry& e : delivered) {
         out->ids.push_back(e.item);
         out->labels.push_back(e.label);
-        const Resident& at = e.placed;
+        const Placement& at = *e.placed;
         out->offsets.push_back(at.extents.front().offset);
         out->lengths.push_back(at.length);
         out->extent_counts.push_back(static_cast<uint32_t>(at.extents.size()));
@@ -927,7 +886,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
   if (it == job->sent.end()) {
     throw EngineError(EngineError::kInvalidArgument, "acknowledgement of unknown batch " + std::to_string(seq));
   }
-  for (const Entry& e : it->second) cache_->unpin(cache_key(job->ds->index, e.item));
+  for (const Entry& e : it->second) store_->unpin(cache_key(job->ds->index, e.item));
   dispatcher_.acknowledged(id, it->second.size());
   job->sent.erase(it);
   wake(*job);
@@ -949,10 +908,10 @@ void Engine::release(Job& j) {
   }
   const uint32_t ds = j.ds->index;
   for (const Entry& e : j.pending) {
-    if (e.state == Entry::kReady) cache_->unpin(cache_key(ds, e.item));
+    if (e.state == Entry::kReady) store_->unpin(cache_key(ds, e.item));
   }
   for (const auto& [seq, entries] : j.sent) {
-    for (const Entry& e : entries) cache_->unpin(cache_key(ds, e.item));
+    for (const Entry& e : entries) store_->unpin(cache_key(ds, e.item));
   }
   j.pending.clear();
   j.sent.clear();
@@ -983,17 +942,15 @@ v1::StatusReply Engine::status() {
   out.set_loads(n_loads_);
   out.set_deliveries(n_deliveries_);
   out.set_hits(n_hits_);
-  out.set_evictions(cache_->evictions());
-  out.set_cache_bytes(cache_->used());
-  out.set_cache_capacity(cache_->capacity());
-  out.set_pinned_bytes(cache_->pinned_units());
+  out.set_evictions(store_->evictions());
+  out.set_cache_bytes(store_->used());
+  out.set_cache_capacity(store_->capacity());
+  out.set_pinned_bytes(store_->pinned_bytes());
   out.set_skipped(n_skipped_);
   out.set_space_waits(n_space_waits_);
-  out.set_split_items(n_split_items_);
-  out.set_cached_items(resident_.size());
-  uint64_t blocks = 0;
-  for (const auto& [key, r] : resident_) blocks += r.extents.size();
-  out.set_cached_blocks(blocks);
+  out.set_split_items(store_->split_items());
+  out.set_cached_items(store_->items());
+  out.set_cached_blocks(store_->blocks());
   v1::LoadHistogram* h = out.mutable_load_seconds();
   uint64_t loads_timed = 0;
   for (double b : kLoadBounds) h->add_bounds(b);

@@ -39,7 +39,7 @@
 #include "prep/image_prep.h"
 #include "sampler/sampler.h"
 #include "ipc/shared_arena.h"
-#include "server/arena_allocator.h"
+#include "server/item_store.h"
 #include "source/source.h"
 
 namespace joader {
@@ -149,19 +149,13 @@ class Engine {
  private:
   struct Dataset;
   struct Job;
-  // A cached item's place in the arena.
-  struct Resident {
-    std::vector<Extent> extents;  // where its bytes are (usually one block)
-    uint64_t length = 0;
-    uint32_t width = 0, height = 0;  // the stored image's size (decoded forms)
-  };
   struct Entry {
     ItemId item = 0;
     int64_t label = 0;
     uint32_t epoch = 0;
     bool last_of_epoch = false;
     enum State { kLoading, kReady, kFailed } state = kLoading;
-    Resident placed;  // once kReady
+    const Placement* placed = nullptr;  // once kReady (valid while the entry pins the item)
   };
   struct Load {
     Dataset* dataset;
@@ -175,22 +169,11 @@ class Engine {
   bool decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
   double now() const;  // seconds since the engine started: the dispatcher's clock
   void loader_loop();
-  // Arena blocks for a loaded item of `units` bytes (rsize: rounded): evicts policy victims until
-  // the bytes fit, then more until they fit in at most kMaxBlocksPerItem blocks, and splits an
-  // item further only when every other item is pinned. Without the second step, a full arena
-  // shared by items of different sizes fragments without bound (measured in the soak: blocks per
-  // cached item 2.2 → 12 in 270 s, and rising). nullopt: fewer free bytes than rsize even after
-  // evicting every unpinned item. mu_ held.
-  std::optional<std::vector<Extent>> place(uint64_t units, uint64_t rsize);
-  static constexpr size_t kMaxBlocksPerItem = 4;
-  // Blocks for an item of `size` bytes, which then is resident and pinned (admit): place(), or,
-  // while it cannot, waiting for pins to be released (counted in space_waits) for at most 30 s.
-  // nullopt once shutting down or after 30 s. mu_ held through lk (released while waiting).
-  std::optional<std::vector<Extent>> claim(CacheKey key, uint64_t size, ImageSize shape, std::unique_lock<std::mutex>& lk);
-  // Makes the item in `extents` resident and pinned, so that nobody evicts it while it is written. mu_ held.
-  void admit(CacheKey key, const std::vector<Extent>& extents, uint64_t size, ImageSize shape);
-  // Drops a resident item, pins and all, and frees its blocks: an item whose load failed or was
-  // abandoned, or one of a removed dataset. mu_ held.
+  // Arena blocks for an item of `size` bytes, which then is resident and pinned: store_->place(),
+  // or, while it cannot, waiting for pins to be released (counted in space_waits) for at most 30 s.
+  // nullptr once shutting down or after 30 s. mu_ held through lk (released while waiting).
+  const Placement* claim(CacheKey key, uint64_t size, ImageSize shape, std::unique_lock<std::mutex>& lk);
+  // Drops a claimed item whose load failed or was abandoned, and wakes loaders waiting for room. mu_ held.
   void discard(CacheKey key);
   // Copies an item's bytes into its blocks, in order. Without mu_ (the item is pinned).
   void copy_in(const std::vector<Extent>& extents, const std::vector<uint8_t>& bytes);
@@ -205,11 +188,9 @@ class Engine {
   void fail_job(Job& j, EngineError::Code code, const std::string& message);
   std::shared_ptr<Job> find_job(JobId id);
   v1::DatasetInfo info(const Dataset& ds) const;
-  // mu_ held. When options_.check_invariants: the allocator's free bytes equal the cache's
-  // capacity minus its used bytes, every cached item has its arena blocks (one entry), each job's
-  // decided items are what the dispatcher counts, the reservations fit in the arena, pinned bytes
-  // are resident bytes. Aborts naming
-  // `after` (the operation just done) when one does not hold.
+  // mu_ held. When options_.check_invariants: the item store's (cached items hold exactly their
+  // arena blocks), each job's decided items are what the dispatcher counts, the reservations fit
+  // in the arena. Aborts naming `after` (the operation just done) when one does not hold.
   void check_invariants(const char* after) const;
   // Own-size datasets: reads each item's header (outside the lock) and returns the largest stored
   // size in bytes; sets ds.smallest. Throws EngineError naming an item above kMaxStoredPixels.
@@ -221,10 +202,8 @@ class Engine {
 
   const EngineOptions options_;
   SharedArena arena_;
-  ArenaAllocator allocator_;
-  Dispatcher dispatcher_;  // pacing, rounds, reservations
-  std::unique_ptr<Cache> cache_;
-  std::unordered_map<CacheKey, Resident> resident_;
+  Dispatcher dispatcher_;             // pacing, rounds, reservations
+  std::unique_ptr<ItemStore> store_;  // cached items, their arena blocks and pins
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::mutex mu_;
@@ -239,7 +218,7 @@ class Engine {
   JobId next_job_id_ = 1;
   std::unordered_map<CacheKey, Load> loads_;
   std::deque<CacheKey> tasks_;
-  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0, n_split_items_ = 0;
+  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0;
   // Seconds to read and prepare each load (kLoadBounds[i] is the upper bound of bucket i; one more
   // bucket for the rest).
   static constexpr double kLoadBounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
