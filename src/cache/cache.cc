@@ -83,7 +83,10 @@ void Cache::drop(CacheKey k) {
 }
 
 void Cache::signature_changed(CacheKey k) {
-  if (!policy_->uses_signatures()) return;
+  if (policy_->uses_signatures()) rank_changed(k);
+}
+
+void Cache::rank_changed(CacheKey k) {
   auto it = entries_.find(k);
   if (it == entries_.end() || it->second.pins != 0) return;
   policy_->remove(k);

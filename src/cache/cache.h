@@ -42,6 +42,8 @@ class Cache {
 
   // Re-keys k in the policy after its signature changed (no-op for policies that ignore them).
   void signature_changed(CacheKey k);
+  // Re-keys k in the policy after something else its rank depends on changed (its next use).
+  void rank_changed(CacheKey k);
   // An observer to attach to dataset `dataset`'s sampler; owned by the cache.
   SignatureObserver* observer_for(uint32_t dataset);
 

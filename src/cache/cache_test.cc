@@ -1,4 +1,5 @@
 #include "cache/cache.h"
+#include "cache/next_uses.h"
 
 #include <map>
 
@@ -133,10 +134,66 @@ TEST(RatePolicy, EvictsTheItemWithTheLowestExpectedRequestRate) {
   (void)js;
 }
 
+TEST(NextUses, TellsTheEarliestPlannedUseAndWhenItChanges) {
+  NextUses uses;
+  std::vector<CacheKey> changed;
+  uses.set_listener([&changed](CacheKey k) { changed.push_back(k); });
+  EXPECT_EQ(uses.next_use(7), NextUses::kNever);
+  uses.add(7, 50);
+  uses.add(7, 20);  // a second job plans it sooner
+  uses.add(7, 90);  // later than the earliest: nothing changes
+  EXPECT_EQ(uses.next_use(7), 20u);
+  EXPECT_EQ(changed, (std::vector<CacheKey>{7, 7}));
+  uses.remove(7, 90);
+  EXPECT_EQ(changed.size(), 2u);
+  uses.remove(7, 20);  // the sooner use entered its job's window
+  EXPECT_EQ(uses.next_use(7), 50u);
+  uses.remove(7, 50);
+  EXPECT_EQ(uses.next_use(7), NextUses::kNever);
+  EXPECT_EQ(changed.size(), 4u);
+  EXPECT_EQ(uses.planned(), 0u);
+  EXPECT_THROW(uses.remove(7, 50), std::logic_error);
+}
+
+TEST(PlannedPolicy, EvictsWhatNoPlanNeedsByRefCntThenThePlannedItemNeededLast) {
+  RemainingSets sets(10);
+  sets.add_job({0, 1, 2, 3, 4, 5});
+  sets.add_job({0, 1, 2});
+  NextUses uses;
+  PolicyContext ctx = signatures_of(sets);
+  ctx.next_use = [&uses](CacheKey k) { return uses.next_use(k); };
+  Cache c(4, make_policy("planned", ctx));
+  sets.set_observer(c.observer_for(0));
+  uses.set_listener([&c](CacheKey k) { c.rank_changed(k); });
+  uses.add(4, 300);
+  uses.add(5, 100);
+  for (ItemId x : {0, 4, 5, 3}) c.insert(x, 1);  // 0: two references; 3: one; 4, 5: planned
+  c.insert(6, 1);  // no plan, no reference: the victim is itself
+  EXPECT_FALSE(c.contains(6));
+  c.insert(1, 1);  // evicts 3, the unplanned item of fewest references, before 0
+  EXPECT_FALSE(c.contains(3));
+  EXPECT_TRUE(c.contains(0));
+  c.insert(2, 1);  // evicts 0 (two references, but no plan), not a planned item
+  EXPECT_FALSE(c.contains(0));
+  uses.add(1, 200);
+  uses.add(2, 50);
+  c.insert(8, 1);  // needed by no one: it goes at once, before any planned item
+  EXPECT_FALSE(c.contains(8));
+  uses.add(9, 10);
+  c.insert(9, 1);  // everything is planned: 4, needed last (300), goes
+  EXPECT_FALSE(c.contains(4));
+  uses.remove(5, 100);  // 5 entered its window and was consumed: no plan holds it any more
+  uses.add(7, 20);
+  c.insert(7, 1);
+  EXPECT_FALSE(c.contains(5));
+  for (ItemId x : {1, 2, 7, 9}) EXPECT_TRUE(c.contains(x)) << x;
+}
+
 TEST(Policy, UnknownNameOrMissingContextIsAClearError) {
   EXPECT_THROW(make_policy("mru", {}), std::invalid_argument);
   EXPECT_THROW(make_policy("refcnt", {}), std::invalid_argument);
   EXPECT_THROW(make_policy("belady", {}), std::invalid_argument);
+  EXPECT_THROW(make_policy("planned", {}), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "cache/eviction_policy.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 #include <map>
@@ -99,7 +100,7 @@ class RatePolicy : public EvictionPolicy {
 }  // namespace
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"refcnt", "lru", "fifo", "belady", "rate"};
+  static const std::vector<std::string> names = {"refcnt", "lru", "fifo", "belady", "rate", "planned"};
   return names;
 }
 
@@ -126,6 +127,26 @@ std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const Polic
       return std::tuple{std::numeric_limits<uint64_t>::max() - next_use(e.key), uint64_t{0}, e.key};
     });
   }
+  if (name == "planned") {
+    if (!ctx.signature || !ctx.next_use) {
+      throw std::invalid_argument("planned needs the items' signatures and the jobs' plans");
+    }
+    auto signature = ctx.signature;
+    auto next_use = ctx.next_use;
+    // Items no plan needs go first, fewest future references first (RefCnt's order): they are
+    // needed, if at all, after every plan's end. Then the planned ones, the one needed last first.
+    // Due times stay far below 2^62 (microseconds: 146 000 years), so the two ranges never meet.
+    static constexpr uint64_t kLatest = uint64_t{1} << 62;
+    return keyed(
+        [signature, next_use](const EntryInfo& e) {
+          const uint64_t due = next_use(e.key);
+          const uint64_t rank = due == std::numeric_limits<uint64_t>::max()
+                                    ? uint64_t(std::popcount(signature(e.key)))
+                                    : 65 + (kLatest - std::min(due, kLatest));
+          return std::tuple{rank, e.last_access, e.key};
+        },
+        /*uses_signatures=*/true);
+  }
   if (name == "rate") {
     if (!ctx.signature || !ctx.request_rate) {
       throw std::invalid_argument("rate needs the items' signatures and the jobs' request rates");
@@ -133,7 +154,7 @@ std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const Polic
     return std::make_unique<RatePolicy>(ctx);
   }
   throw std::invalid_argument("unknown cache policy '" + name +
-                              "' (expected refcnt, lru, fifo, belady or rate)");
+                              "' (expected refcnt, lru, fifo, belady, rate or planned)");
 }
 
 }  // namespace joader

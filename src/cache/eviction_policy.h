@@ -49,11 +49,12 @@ struct PolicyContext {
   // Σ_{j ∈ sig} speed_j / |R_j| (see docs/SAMPLER.md).
   std::function<double(uint32_t dataset, uint64_t sig)> request_rate;
   // belady: the next time `key` will be requested after the current moment, or UINT64_MAX if
-  // never. Offline knowledge of the future: simulator only.
+  // never (offline knowledge of the future: simulator only). planned: the earliest due time of
+  // the key in the jobs' plans (cache/next_uses.h), UINT64_MAX if no plan holds it.
   std::function<uint64_t(CacheKey)> next_use;
 };
 
-// Builds a policy by name: refcnt, lru, fifo, belady, rate. Throws std::invalid_argument on an
+// Builds a policy by name: refcnt, lru, fifo, belady, rate, planned. Throws std::invalid_argument on an
 // unknown name or on a context that lacks what the policy needs.
 std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const PolicyContext& ctx);
 

@@ -26,7 +26,7 @@ struct SimulateOptions {
   std::string trace_path;
   bool json = false;
   std::string sampler, policy;
-  std::optional<uint64_t> seed, cache_items;
+  std::optional<uint64_t> seed, cache_items, horizon;
 };
 
 void print_table(const Scenario& sc, const SimResult& r) {
@@ -68,6 +68,7 @@ int run_simulate(const SimulateOptions& o) {
     if (!o.policy.empty()) doc["policy"] = o.policy, overridden = true;
     if (o.seed) doc["seed"] = *o.seed, overridden = true;
     if (o.cache_items) doc["cache_items"] = *o.cache_items, overridden = true;
+    if (o.horizon) doc["horizon"] = *o.horizon, overridden = true;
     if (overridden) sc = parse_scenario(doc.dump());
   } catch (const ScenarioError& e) {
     fmt::print(stderr, "error: {}: {}\n", o.scenario_path, e.what());
@@ -152,9 +153,10 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "Print the result as JSON");
   cmd->add_option("--trace", opts->trace_path, "Write one JSON object per delivery to this file (JSONL)");
   cmd->add_option("--sampler", opts->sampler, "Override the scenario's sampler (dsa, independent, lockstep)");
-  cmd->add_option("--policy", opts->policy, "Override the scenario's policy (refcnt, lru, fifo, belady, rate)");
+  cmd->add_option("--policy", opts->policy, "Override the scenario's policy (refcnt, lru, fifo, belady, rate, planned)");
   cmd->add_option("--seed", opts->seed, "Override the scenario's seed");
   cmd->add_option("--cache-items", opts->cache_items, "Override the scenario's cache size (items)");
+  cmd->add_option("--horizon", opts->horizon, "Override the scenario's horizon (items each job decides ahead)");
   cmd->callback([opts, &exit_code] { exit_code = run_simulate(*opts); });
 }
 

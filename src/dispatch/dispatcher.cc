@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <stdexcept>
 #include <tuple>
 
@@ -15,6 +16,7 @@ void Dispatcher::add_job(JobKey key, const JobConfig& config, double now) {
   if (jobs_.count(key) != 0) throw std::invalid_argument("job added twice");
   Job& j = jobs_[key];
   j.config = config;
+  j.horizon = window_of(j);
   j.window_start = now;
   groups_[config.group][config.slot] = key;
 }
@@ -35,8 +37,10 @@ void Dispatcher::decided(JobKey key, uint64_t items) {
   Job& j = jobs_.at(key);
   // Items that bring a queue up to one batch are its catch-up: they cost no credit, so that a job
   // whose consumer outruns its credit is supplied its batch *and* its credit, and its measured
-  // rate (what it consumed) can grow past what it was credited.
-  const uint64_t free = j.queued < j.config.batch ? std::min<uint64_t>(items, j.config.batch - j.queued) : 0;
+  // rate (what it consumed) can grow past what it was credited. So are the items that fill a new
+  // job's plan.
+  const uint64_t catch_up = catch_up_of(j);
+  const uint64_t free = j.queued < catch_up ? std::min<uint64_t>(items, catch_up - j.queued) : 0;
   j.credit -= double(items - free);
   set_queued(j, j.queued + items);
 }
@@ -54,11 +58,16 @@ void Dispatcher::dropped(JobKey key, uint64_t items) {
 
 bool Dispatcher::full(JobKey key) const { return is_full(jobs_.at(key)); }
 
-bool Dispatcher::is_full(const Job& j) { return j.queued >= uint64_t{j.config.prefetch} * j.config.batch; }
+bool Dispatcher::is_full(const Job& j) { return j.queued >= j.horizon; }
+
+uint64_t Dispatcher::catch_up_of(const Job& j) {
+  const uint64_t window = window_of(j);
+  return j.horizon > window ? std::max<uint64_t>(j.config.batch, j.horizon - window) : j.config.batch;
+}
 
 uint64_t Dispatcher::reservation(const Job& j) const {
   const uint64_t b = j.config.batch;
-  return (j.queued + b - 1) / b * b * j.config.item_bytes;
+  return (std::min(j.queued, window_of(j)) + b - 1) / b * b * j.config.item_bytes;
 }
 
 void Dispatcher::set_queued(Job& j, uint64_t queued) {
@@ -70,9 +79,10 @@ void Dispatcher::set_queued(Job& j, uint64_t queued) {
 bool Dispatcher::can_take(const Job& j, uint64_t admitted) const {
   const uint64_t b = j.config.batch;
   if (j.stopped || is_full(j)) return false;
-  // Starting a new batch reserves a whole batch, on top of what is reserved and of the batches
-  // that jobs admitted earlier in the same round are starting.
-  return j.queued % b != 0 || reserved_ + admitted + b * j.config.item_bytes <= capacity_;
+  // Starting a new batch of the window reserves a whole batch, on top of what is reserved and of
+  // the batches that jobs admitted earlier in the same round are starting; plan items take none.
+  return j.queued >= window_of(j) || j.queued % b != 0 ||
+         reserved_ + admitted + b * j.config.item_bytes <= capacity_;
 }
 
 double Dispatcher::median_rate(uint32_t group) const {
@@ -86,26 +96,43 @@ double Dispatcher::median_rate(uint32_t group) const {
   return rates[rates.size() / 2];
 }
 
+double Dispatcher::pace(JobKey key) const {
+  const Job& j = jobs_.at(key);
+  return j.rate > 0 ? j.rate : median_rate(j.config.group);
+}
+
 void Dispatcher::advance(double now) {
   const double dt = std::max(0.0, now - last_);
   last_ = std::max(last_, now);
-  for (auto& [group, members] : groups_) {
-    // Rates first (all of the group's), so that a new job earns at this moment's median.
-    for (const auto& [slot, key] : members) {
-      Job& j = jobs_.at(key);
-      const double window = now - j.window_start;
-      const bool first = j.rate == 0 && j.acked_in_window >= 2 * uint64_t{j.config.batch} && window >= options_.first_window;
-      if (window >= options_.rate_window || first) {
-        const double instant = double(j.acked_in_window) / window;
-        j.rate = j.rate == 0 ? instant : (1 - options_.smoothing) * j.rate + options_.smoothing * instant;
-        j.acked_in_window = 0;
-        j.window_start = now;
-      }
+  // Rates first (all of them), so that a new job earns at this moment's median and the plans'
+  // horizon sees every job's pace.
+  for (auto& [key, j] : jobs_) {
+    const double window = now - j.window_start;
+    const bool first = j.rate == 0 && j.acked_in_window >= 2 * uint64_t{j.config.batch} && window >= options_.first_window;
+    if (window >= options_.rate_window || first) {
+      const double instant = double(j.acked_in_window) / window;
+      j.rate = j.rate == 0 ? instant : (1 - options_.smoothing) * j.rate + options_.smoothing * instant;
+      j.acked_in_window = 0;
+      j.window_start = now;
     }
+  }
+  const double all_horizon = horizon_seconds();
+  for (auto& [group, members] : groups_) {
     const double median = median_rate(group);
+    // One horizon for the group, short enough for every job's max_plan: bounding one job's plan
+    // alone would leave its decisions out of step with the others'. A job alone on its dataset has
+    // nobody to share with within an epoch: it plans nothing.
+    double horizon = members.size() < 2 ? 0 : all_horizon;
+    for (const auto& [slot, key] : members) {
+      const Job& j = jobs_.at(key);
+      const double rate = j.rate > 0 ? j.rate : median;
+      if (j.config.max_plan != 0 && rate > 0) horizon = std::min(horizon, double(j.config.max_plan) / rate);
+    }
     for (const auto& [slot, key] : members) {
       Job& j = jobs_.at(key);
       const double rate = j.rate > 0 ? j.rate : median;
+      j.pace = rate;
+      j.horizon = std::max(window_of(j), static_cast<uint64_t>(std::ceil(rate * horizon)));
       // Credit is banked up to one batch, or one round interval's worth plus an item for a job
       // faster than a batch per interval. A full queue waits for its consumer, not for supply: it
       // banks at most the item that puts it in the next round once there is room, not a burst of
@@ -116,8 +143,21 @@ void Dispatcher::advance(double now) {
   }
 }
 
+double Dispatcher::horizon_seconds() const {
+  if (options_.fixed_horizon > 0) return options_.fixed_horizon;
+  if (options_.plan_span <= 0) return 0;
+  double demand = 0;  // bytes per second the jobs access, at their paces
+  for (const auto& [key, j] : jobs_) demand += pace(key) * double(std::max<uint64_t>(j.config.item_bytes, 1));
+  const uint64_t cache = options_.plan_cache != 0 ? options_.plan_cache : capacity_;
+  return demand > 0 ? std::min(kMaxPlanHorizon, options_.plan_span * double(cache) / demand) : 0;
+}
+
+bool Dispatcher::is_filling(const Job& j) { return j.queued >= j.config.batch && j.queued < catch_up_of(j); }
+
+double Dispatcher::plan_time(const Job& j) { return j.pace > 0 ? double(j.queued) / j.pace : 0; }
+
 bool Dispatcher::is_due(const Job& j) {
-  return j.credit >= 1.0 || j.queued < j.config.batch;  // a whole item of credit, or short of a batch
+  return j.credit >= 1.0 || j.queued < catch_up_of(j);  // a whole item of credit, or catching up
 }
 
 bool Dispatcher::may_form_rounds(double now) const {
@@ -141,15 +181,28 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
       return std::tuple(!is_due(*a), a->queued / a->config.batch, a->config.slot) <
              std::tuple(!is_due(*b), b->queued / b->config.batch, b->config.slot);
     });
+    // While plans fill (a job joined, or the horizon grew), the jobs decide in the order of the
+    // time their plans reach (queue / pace), not of their positions: jobs of different speeds
+    // would otherwise share rounds for items they consume seconds apart. A round then holds the
+    // jobs within one item's time of the earliest filling plan.
+    double fill_time = kNever;
+    for (const Job* j : order) {
+      if (is_filling(*j) && can_take(*j, 0)) fill_time = std::min(fill_time, plan_time(*j));
+    }
+    auto in_step = [&](const Job& j) {
+      return fill_time == kNever || plan_time(j) <= fill_time + (j.pace > 0 ? 1 / j.pace : 0);
+    };
     Round round;
     round.group = group;
     bool due = false;
     uint64_t admitted = 0;
     for (const Job* j : order) {
-      if ((j->credit > 0 || is_due(*j)) && can_take(*j, admitted)) {
+      if ((j->credit > 0 || is_due(*j)) && in_step(*j) && can_take(*j, admitted)) {
         round.slots.push_back(j->config.slot);
         due = due || is_due(*j);
-        if (j->queued % j->config.batch == 0) admitted += uint64_t{j->config.batch} * j->config.item_bytes;
+        if (j->queued < window_of(*j) && j->queued % j->config.batch == 0) {
+          admitted += uint64_t{j->config.batch} * j->config.item_bytes;
+        }
       }
     }
     if (due) {

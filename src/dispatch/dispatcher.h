@@ -21,8 +21,22 @@
 // (borrowing up to one item), so that jobs of equal speed land in the same rounds whatever their
 // jitter.
 //
-// Memory. A job may take an item while its queue is below `prefetch` batches, and starting a new
-// batch reserves a whole batch of `item_bytes` (ceil(queue / batch) · batch · item_bytes per job).
+// Plan. A job's queue holds up to its horizon of decided items: what it consumes at its pace
+// (below) in the plans' horizon, at least its window of `prefetch` batches and at most `max_plan`.
+// The horizon is in seconds, the same for every job, so that jobs of different speeds decide, in
+// a shared round, items they consume at about the same moment: `fixed_horizon` if set, else the
+// time the jobs take to access `plan_span` cache-fulls of items (plan_span · cache bytes / Σ over
+// all jobs of pace · item_bytes), at most kMaxPlanHorizon; and short enough for every job's
+// max_plan. A job alone on its dataset plans nothing (within an epoch it has
+// nobody to share with). docs/DAEMON.md says why plans are never re-decided. The first `prefetch` batches of the queue are its window: loaded (or loading) and
+// pinned. The rest is its plan: ids only, loaded when acknowledgements move them into the window.
+// A job whose queue is more than a window below its horizon (one that just joined) fills its
+// plan at once, at no credit, down to a window below the horizon; above that it is paced by
+// credit like any job, so that jobs of equal speed keep sharing rounds at the plan's end.
+//
+// Memory. A job may take an item while its queue is below its horizon; the window's items are
+// reserved in whole batches of `item_bytes` (ceil(min(queue, window) / batch) · batch · item_bytes
+// per job); plan items reserve nothing.
 // A job starts a batch only when that fits in `capacity` on top of every reservation *and* of the
 // batches that the jobs admitted before it in the same round are starting (checking each against
 // the start-of-round total once let two jobs share the last free batch; see docs/DAEMON.md). When
@@ -36,6 +50,7 @@
 // Not thread-safe: the owner serialises calls (the daemon holds its engine mutex).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -47,6 +62,12 @@
 
 namespace joader {
 
+// The plans' span (cache-fulls of accesses decided ahead) under the `planned` cache policy, and
+// the longest horizon the span may give: rate estimates are never exact, and two jobs' plans of
+// equal time drift apart in proportion to their length (docs/SIMULATOR.md, "Plans").
+inline constexpr double kDefaultPlanSpan = 8.0;
+inline constexpr double kMaxPlanHorizon = 4.0;
+
 struct DispatcherOptions {
   double rate_window = 0.2;   // seconds per rate sample
   double first_window = 0.02; // the shortest window for a new job's first estimate
@@ -55,6 +76,11 @@ struct DispatcherOptions {
   // that jobs whose acknowledgements arrive within it share rounds — the simulator's step. Waking
   // on every acknowledgement instead would give each job rounds of its own and lose the sharing.
   double round_interval = 1e-3;
+  // Plans (see "Plan" above): 0 = none. plan_cache: the cache's size in item_bytes' unit (0: the
+  // capacity). fixed_horizon: seconds, instead of the span rule (the simulator's `horizon`).
+  double plan_span = 0;
+  uint64_t plan_cache = 0;
+  double fixed_horizon = 0;
 };
 
 class Dispatcher {
@@ -66,8 +92,10 @@ class Dispatcher {
     uint32_t group = 0;         // the job's dataset: rounds are per group
     JobSlot slot = 0;           // its slot in the group's sampler
     uint32_t batch = 1;         // items per batch (≥ 1)
-    uint32_t prefetch = 4;      // batches decided ahead (≥ 1)
-    uint64_t item_bytes = 0;    // reserved per decided item
+    uint32_t prefetch = 4;      // batches loaded ahead: the job's window (≥ 1)
+    uint64_t item_bytes = 0;    // reserved per item of the window
+    // The most items it decides ahead (one epoch: its subset's size); 0: no bound.
+    uint64_t max_plan = 0;
   };
   struct Round {
     uint32_t group = 0;
@@ -107,9 +135,13 @@ class Dispatcher {
   uint64_t capacity() const { return capacity_; }
   uint64_t queued(JobKey job) const { return jobs_.at(job).queued; }
   double rate(JobKey job) const { return jobs_.at(job).rate; }
+  // The rate the job earns credit at: its own once measured, else its group's median (0 if none).
+  double pace(JobKey job) const;
   double credit(JobKey job) const { return jobs_.at(job).credit; }
-  // Whether the job's queue holds all it may (prefetch batches).
+  // Whether the job's queue holds all it may (its horizon).
   bool full(JobKey job) const;
+  // Items of the job's queue that are in its window (prefetch · batch): the oldest ones.
+  uint64_t window(JobKey job) const { return window_of(jobs_.at(job)); }
 
  private:
   struct Job {
@@ -117,18 +149,27 @@ class Dispatcher {
     bool stopped = false;
     uint64_t queued = 0;
     double credit = 0, rate = 0;
+    uint64_t horizon = 0;  // items: at least the window; set as the job's pace changes
+    double pace = 0;       // the rate it earns credit at (rate, or its group's median)
     uint64_t acked_in_window = 0;
     double window_start = 0;
   };
 
   static bool is_due(const Job& j);
-  static bool is_full(const Job& j);  // its queue holds prefetch batches
+  static bool is_full(const Job& j);  // its queue holds its horizon
+  static uint64_t window_of(const Job& j) { return uint64_t{j.config.prefetch} * j.config.batch; }
+  // Below this many queued items a job catches up at no credit: one batch, or a window below
+  // its horizon when it has a plan.
+  static uint64_t catch_up_of(const Job& j);
+  static bool is_filling(const Job& j);     // catching up on its plan (beyond one batch)
+  static double plan_time(const Job& j);    // seconds its queue lasts at its pace
   uint64_t reservation(const Job& j) const;
   void set_queued(Job& j, uint64_t queued);
   bool can_take(const Job& j, uint64_t admitted) const;
   void advance(double now);
   bool may_form_rounds(double now) const;
   double next_credit_due(double now) const;  // next_due, the round interval aside
+  double horizon_seconds() const;             // the plans' horizon now (0: no plans)
   double median_rate(uint32_t group) const;
 
   const DispatcherOptions options_;

@@ -224,6 +224,101 @@ TEST(Dispatcher, StoppedJobsTakeNothingAndGroupsAreApart) {
   EXPECT_EQ(d.queued(2), 2u);
 }
 
+// Plans. Two jobs consuming 2000 and 1000 items/s in batches of 8, under a fixed horizon of 0.5 s.
+DispatcherOptions plans(double horizon) {
+  DispatcherOptions o;
+  o.fixed_horizon = horizon;
+  return o;
+}
+
+TEST(Dispatcher, JobsPlanTheSameTimeAheadWhateverTheirSpeedAndPlansReserveNoMemory) {
+  Dispatcher d(UINT64_MAX, 0.0, plans(0.5));
+  Driver drv(d);
+  for (JobSlot s = 0; s < 2; ++s) {
+    d.add_job(s, config(s, 8, 2, 100), 0.0);
+    drv.key_of[s] = s;
+  }
+  drv.consumers.emplace_back(0, 8, 0.004, 0.0);
+  drv.consumers.emplace_back(1, 8, 0.008, 0.0);
+  drv.run(0.0, 2.0);
+  EXPECT_NEAR(d.queued(0), 1000, 60) << "0.5 s at 2000 items/s";
+  EXPECT_NEAR(d.queued(1), 500, 30) << "0.5 s at 1000 items/s";
+  EXPECT_EQ(d.window(0), 16u);
+  EXPECT_EQ(d.reserved_bytes(), 2u * 16 * 100) << "only the windows hold reservations";
+}
+
+TEST(Dispatcher, AJobAloneOnItsDatasetPlansNothingAndAJoinerFillsItsPlanAtOnce) {
+  Dispatcher d(UINT64_MAX, 0.0, plans(0.5));
+  Driver drv(d);
+  d.add_job(0, config(0, 8, 2), 0.0);
+  drv.key_of[0] = 0;
+  drv.consumers.emplace_back(0, 8, 0.004, 0.0);
+  drv.run(0.0, 1.0);
+  EXPECT_LE(d.queued(0), 16u) << "alone: its window only";
+  d.add_job(1, config(1, 8, 2), 1.01);
+  drv.key_of[1] = 1;
+  const std::map<Key, int> got = decide_all(d, 1.01, drv.key_of);
+  // The joiner earns at its peer's pace (2000 items/s): its 0.5 s plan, less a window, at once
+  // and without credit, in rounds of its own (its peer's queue is far from its new horizon, so
+  // the peer decides in step with the joiner's plan, not with its position).
+  EXPECT_GE(got.at(1), 950 - 16) << "0.5 s at its peer's measured pace, about 2000 items/s";
+  EXPECT_LE(d.queued(1), 1000u);
+  drv.consumers.emplace_back(1, 8, 0.004, 0.0);
+  drv.run(1.01, 2.0);
+  EXPECT_NEAR(d.queued(0), 1000, 60);
+  EXPECT_NEAR(d.queued(1), 1000, 60);
+}
+
+TEST(Dispatcher, PlansGrowingTogetherDecideInTheOrderOfTheTimeTheyReachNotOfTheirPositions) {
+  // Jobs 0 and 1 (2000 and 1000 items/s) share dataset 0; job 2 (4000 items/s) reads another.
+  // Plans span one cache-full of 700 items: 0.1 s of the three jobs' accesses. When job 2
+  // leaves, the horizon grows to 0.233 s and both plans of dataset 0 fill at once: job 0 must
+  // take two items for each of job 1's, so that what they decide in a shared round is consumed
+  // at about the same moment.
+  DispatcherOptions o;
+  o.plan_span = 1;
+  o.plan_cache = 700;
+  Dispatcher d(UINT64_MAX, 0.0, o);
+  Driver drv(d);
+  d.add_job(0, config(0, 8, 2), 0.0);
+  d.add_job(1, config(1, 8, 2), 0.0);
+  d.add_job(2, config(0, 8, 2, 1, /*group=*/1), 0.0);
+  drv.key_of = {{0, 0}, {1, 1}};
+  std::map<JobSlot, Key> other = {{0, 2}};
+  drv.consumers.emplace_back(0, 8, 0.004, 0.0);
+  drv.consumers.emplace_back(1, 8, 0.008, 0.0);
+  drv.consumers.emplace_back(2, 8, 0.002, 0.0);
+  for (double t = 0; t < 2.0; t += 1e-4) {
+    for (Consumer& c : drv.consumers) {
+      if (t >= c.next && d.queued(c.key) >= c.batch) {
+        d.acknowledged(c.key, c.batch);
+        c.next = t + c.period;
+      }
+    }
+    while (auto r = d.next_round(t)) {
+      for (JobSlot s : r->slots) d.decided(r->group == 0 ? drv.key_of.at(s) : other.at(s), 1);
+    }
+  }
+  EXPECT_NEAR(d.queued(0), 200, 20);
+  EXPECT_NEAR(d.queued(1), 100, 10);
+  d.remove_job(2);
+  size_t shared = 0, rounds = 0;
+  while (auto r = d.next_round(2.01)) {
+    ++rounds;
+    if (r->slots.size() == 2) {
+      ++shared;
+      // Seconds of consumption ahead of each job's new item, at the paces the dispatcher
+      // measured: one item's time of the slower job apart at most.
+      EXPECT_NEAR(double(d.queued(0)) / d.rate(0), double(d.queued(1)) / d.rate(1), 1.0 / d.rate(1) + 1e-9);
+    }
+    for (JobSlot s : r->slots) d.decided(drv.key_of.at(s), 1);
+  }
+  EXPECT_NEAR(d.queued(0), 467 - 16, 25) << "filled to a window below its new horizon";
+  EXPECT_NEAR(d.queued(1), 233 - 16, 15);
+  EXPECT_GT(shared, 100u);
+  EXPECT_GT(rounds, shared + 100) << "job 0 alone in about every second round";
+}
+
 TEST(Dispatcher, RequestRateSumsRateOverRemainingSetSize) {
   Dispatcher d(UINT64_MAX, 0.0);
   RemainingSets sets(10);

@@ -118,7 +118,7 @@ Scenario parse_scenario(const std::string& text) {
   }
   if (!doc.is_object()) fail("scenario", "expected a JSON object at the top level");
   reject_unknown_fields(doc, "scenario",
-                        {"universe", "cache_items", "epochs", "seed", "sampler", "policy", "jobs"});
+                        {"universe", "cache_items", "epochs", "seed", "sampler", "policy", "horizon", "jobs"});
   Scenario sc;
   if (!doc.contains("universe")) fail("scenario", "missing field 'universe' (the item count)");
   const uint64_t universe = get_uint(doc["universe"], "universe", std::numeric_limits<uint64_t>::max());
@@ -142,7 +142,12 @@ Scenario parse_scenario(const std::string& text) {
   }
   bool known_policy = false;
   for (const std::string& p : policy_names()) known_policy = known_policy || p == sc.policy;
-  if (!known_policy) fail("policy", "unknown policy '" + sc.policy + "' (expected refcnt, lru, fifo, belady or rate)");
+  if (!known_policy) {
+    std::string expected;
+    for (const std::string& p : policy_names()) expected += (expected.empty() ? "" : ", ") + p;
+    fail("policy", "unknown policy '" + sc.policy + "' (expected one of " + expected + ")");
+  }
+  if (doc.contains("horizon")) sc.horizon = get_uint(doc["horizon"], "horizon", 1u << 24);
 
   if (!doc.contains("jobs") || !doc["jobs"].is_array() || doc["jobs"].empty()) {
     fail("jobs", "expected a non-empty array of jobs");

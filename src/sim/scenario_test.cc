@@ -61,7 +61,7 @@ TEST(Scenario, BadInputGetsAOneLineErrorNamingThePlace) {
   EXPECT_EQ(error_of(R"({"universe": 10, "sampler": "random", "jobs": []})"),
             "sampler: unknown sampler 'random' (expected dsa, independent or lockstep)");
   EXPECT_EQ(error_of(R"({"universe": 10, "policy": "mru", "jobs": []})"),
-            "policy: unknown policy 'mru' (expected refcnt, lru, fifo, belady or rate)");
+            "policy: unknown policy 'mru' (expected one of refcnt, lru, fifo, belady, rate, planned)");
   EXPECT_EQ(error_of(jobs(R"({"subset": {"ids": [1, 10]}})")),
             "jobs[0].subset.ids[1]: id 10 is outside the universe [0, 10)");
   EXPECT_EQ(error_of(jobs(R"({"subset": {"range": [0, 11]}})")),

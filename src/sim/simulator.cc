@@ -8,6 +8,7 @@
 #include <random>
 
 #include "cache/cache.h"
+#include "cache/next_uses.h"
 #include "common/rng.h"
 #include "dispatch/dispatcher.h"
 #include "sampler/sampler.h"
@@ -19,36 +20,66 @@ namespace {
 // speed 1 consumes 1000 items/s and the dispatcher's rate windows (0.2 s) span 200 steps.
 constexpr double kStepSeconds = 1e-3;
 
+// A decided item in a job's queue. The first `window` items of the queue (the dispatcher's
+// window) have been accessed: loaded or hit, and pinned if resident; the rest is the job's plan.
+struct Queued {
+  ItemId item;
+  uint32_t epoch;  // the job's epoch it belongs to
+  uint64_t due;    // plan only: when the job is expected to consume it (NextUses' unit)
+  bool pinned = false;
+};
+
 struct JobRun {
   double appetite = 0;  // items the job's consumer may take now (earned at `speed` per step)
   double cost = 0;      // items of appetite its next batch takes (batch × (1 + jitter draw))
-  // Its decided, unconsumed items, oldest first, and whether each holds a pin in the cache (as in
-  // the daemon, an item waiting for its consumer cannot be evicted).
-  std::deque<std::pair<ItemId, bool>> queue;
+  std::deque<Queued> queue;  // decided, unconsumed items, oldest first
+  size_t windowed = 0;       // how many of them (a prefix) are in the window
   JobSlot slot = -1;
   bool started = false;
   bool done = false;
 };
 
-// One pass over the scenario. `cache` may be null (trace recording); `on_round` sees each round's
-// distinct items with the round's index.
+// One access of an item by a job: its queued entry entering the window.
+struct Access {
+  size_t job;
+  Queued* entry;
+  bool planned;  // it was in the plan (so NextUses holds it)
+};
+
+// The daemon's dispatcher, with plans under `planned` (or at a given horizon): the cache holds
+// cache_items items of size 1.
+DispatcherOptions dispatcher_options(const Scenario& sc) {
+  DispatcherOptions o;
+  if (sc.policy == "planned") o.plan_span = kDefaultPlanSpan;
+  o.plan_cache = std::max<uint64_t>(sc.cache_items, 1);
+  o.fixed_horizon = double(sc.horizon) * kStepSeconds;
+  return o;
+}
+
+// Due times in microseconds of the dispatcher's clock.
+uint64_t to_due(double seconds) { return static_cast<uint64_t>(seconds * 1e6); }
+
+// One pass over the scenario. `cache` may be null (trace recording); `on_access` sees each group
+// of accesses' distinct items with the group's index.
 class Run {
  public:
-  Run(const Scenario& sc, Sampler& sampler)
-      : sc_(sc), sampler_(sampler), jobs_(sc.jobs.size()), dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0) {}
+  Run(const Scenario& sc, Sampler& sampler, NextUses& next_uses)
+      : sc_(sc), sampler_(sampler), next_uses_(next_uses), jobs_(sc.jobs.size()),
+        dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0, dispatcher_options(sc)) {}
 
-  uint64_t round_index() const { return result_.rounds; }
+  uint64_t access_index() const { return groups_; }
   const Dispatcher& dispatcher() const { return dispatcher_; }
 
   SimResult run(Cache* cache, const std::function<void(const TraceEvent&)>& on_delivery,
-                const std::function<void(uint64_t, const std::vector<ItemId>&)>& on_round) {
+                const std::function<void(uint64_t, const std::vector<ItemId>&)>& on_access) {
     cache_ = cache;
+    on_delivery_ = on_delivery;
+    on_access_ = on_access;
     result_.jobs.resize(sc_.jobs.size());
     for (size_t i = 0; i < sc_.jobs.size(); ++i) result_.jobs[i].name = sc_.jobs[i].name;
     size_t remaining = sc_.jobs.size();
     std::vector<Decision> decisions;
-    std::vector<ItemId> distinct;
-    std::vector<bool> distinct_hit;
+    std::vector<Access> group;
     for (uint64_t t = 0; remaining > 0; ++t) {
       // Nothing active: jump to the next start.
       uint64_t next_start = std::numeric_limits<uint64_t>::max();
@@ -59,8 +90,10 @@ class Run {
         else next_start = std::min(next_start, sc_.jobs[i].start);
       }
       if (!any_active && next_start > t) t = next_start;
+      t_ = t;
       const double now = double(t) * kStepSeconds;
 
+      group.clear();
       for (size_t i = 0; i < jobs_.size(); ++i) {
         JobRun& j = jobs_[i];
         const JobSpec& spec = sc_.jobs[i];
@@ -74,62 +107,61 @@ class Run {
           j.slot = sampler_.add_job(spec.subset, spec.epochs);
           slot_job_[j.slot] = i;
           j.started = true;
-          dispatcher_.add_job(i, {0, j.slot, spec.batch, spec.prefetch, 1}, now);
+          dispatcher_.add_job(i, {0, j.slot, spec.batch, spec.prefetch, 1, spec.subset.size()}, now);
           j.cost = batch_cost(spec);
         }
         if (!j.started) continue;
-        // The consumer: it earns `speed` items per step and takes whole batches from its queue of
-        // decided items, acknowledging each; waiting for a batch, it banks at most one batch more.
+        // The consumer: it earns `speed` items per step and takes whole batches from its window,
+        // acknowledging each; waiting for a batch, it banks at most one batch more. Plan items
+        // then move into the window.
         j.appetite = std::min(j.appetite + spec.speed, spec.speed + j.cost);
-        while (j.appetite >= j.cost && dispatcher_.queued(i) >= spec.batch) {
+        while (j.appetite >= j.cost && j.windowed >= spec.batch) {
           for (uint32_t k = 0; k < spec.batch; ++k) {
-            if (j.queue.front().second) cache_->unpin(j.queue.front().first);
+            if (j.queue.front().pinned) cache_->unpin(j.queue.front().item);
             j.queue.pop_front();
           }
+          j.windowed -= spec.batch;
           dispatcher_.acknowledged(i, spec.batch);
           j.appetite -= j.cost;
           j.cost = batch_cost(spec);
+        }
+        while (j.windowed < dispatcher_.window(i) && j.windowed < j.queue.size()) {
+          group.push_back({i, &j.queue[j.windowed++], true});
+        }
+      }
+      access(group);
+      for (size_t i = 0; i < jobs_.size(); ++i) {
+        if (finished_deciding(i)) {
+          finish(i, t);
+          --remaining;
         }
       }
 
       while (auto due = dispatcher_.next_round(now)) {
         sampler_.round(due->slots, decisions);
         if (decisions.empty()) break;  // lockstep: blocked on a job not in this round
-
-        distinct.clear();
-        distinct_hit.clear();
-        for (const Decision& d : decisions) {
-          if (std::find(distinct.begin(), distinct.end(), d.item) != distinct.end()) continue;
-          distinct.push_back(d.item);
-          distinct_hit.push_back(cache != nullptr && cache->contains(d.item));
-        }
-        if (on_round) on_round(result_.rounds, distinct);
-        // Hits first, so that inserting this round's misses cannot evict them before their access.
-        for (size_t k = 0; k < distinct.size(); ++k) {
-          if (distinct_hit[k]) cache->touch(distinct[k]);
-        }
-        for (size_t k = 0; k < distinct.size(); ++k) {
-          if (distinct_hit[k]) continue;
-          ++result_.loads;
-          if (cache != nullptr) cache->insert(distinct[k], 1);
-        }
         ++result_.rounds;
-
+        group.clear();
         for (const Decision& d : decisions) {
           const size_t i = slot_job_[d.job];
-          const bool hit = distinct_hit[std::find(distinct.begin(), distinct.end(), d.item) - distinct.begin()];
-          ++result_.deliveries;
-          result_.hits += hit;
+          JobRun& j = jobs_[i];
           ++result_.jobs[i].deliveries;
+          const uint64_t position = j.queue.size();
+          const double pace = dispatcher_.pace(i);
           dispatcher_.decided(i, 1);
-          const bool pinned = cache != nullptr && cache->contains(d.item);
-          if (pinned) cache->pin(d.item);
-          jobs_[i].queue.emplace_back(d.item, pinned);
-          if (on_delivery) on_delivery(TraceEvent{t, i, d.epoch, d.item, hit});
+          j.queue.push_back({d.item, d.epoch, pace > 0 ? to_due(now + double(position) / pace) : to_due(now)});
+          if (j.windowed < dispatcher_.window(i)) {
+            group.push_back({i, &j.queue.back(), false});
+            ++j.windowed;
+          } else {
+            next_uses_.add(d.item, j.queue.back().due);
+          }
         }
+        access(group);
         for (const Decision& d : decisions) {
           const size_t i = slot_job_[d.job];
-          if (!jobs_[i].done && sampler_.finished(d.job)) {
+          if (!jobs_[i].done && sampler_.finished(d.job)) dispatcher_.stop_job(i);
+          if (finished_deciding(i)) {
             finish(i, t);
             --remaining;
           }
@@ -141,6 +173,55 @@ class Run {
   }
 
  private:
+  // A job is done once its last epoch is decided and all of it has entered its window.
+  bool finished_deciding(size_t i) const {
+    const JobRun& j = jobs_[i];
+    return j.started && !j.done && sampler_.finished(j.slot) && j.windowed == j.queue.size();
+  }
+
+  // A group of accesses at one moment: the distinct items that are not resident are loads (one
+  // per item, however many jobs access it); a delivery is a hit when its item was resident before
+  // the group. Hits are touched and pinned first, so that the group's loads cannot evict them.
+  void access(const std::vector<Access>& group) {
+    if (group.empty()) return;
+    distinct_.clear();
+    hit_.clear();
+    for (const Access& a : group) {
+      if (a.planned) next_uses_.remove(a.entry->item, a.entry->due);
+    }
+    for (const Access& a : group) {
+      if (std::find(distinct_.begin(), distinct_.end(), a.entry->item) != distinct_.end()) continue;
+      distinct_.push_back(a.entry->item);
+      hit_.push_back(cache_ != nullptr && cache_->contains(a.entry->item));
+    }
+    if (on_access_) on_access_(groups_, distinct_);
+    ++groups_;
+    auto hit_of = [&](ItemId x) { return hit_[std::find(distinct_.begin(), distinct_.end(), x) - distinct_.begin()]; };
+    for (size_t k = 0; k < distinct_.size(); ++k) {
+      if (hit_[k]) cache_->touch(distinct_[k]);
+    }
+    for (const Access& a : group) {
+      if (hit_of(a.entry->item)) pin(*a.entry);
+    }
+    for (size_t k = 0; k < distinct_.size(); ++k) {
+      if (hit_[k]) continue;
+      ++result_.loads;
+      if (cache_ != nullptr) cache_->insert(distinct_[k], 1);
+    }
+    for (const Access& a : group) {
+      const bool hit = hit_of(a.entry->item);
+      if (!hit) pin(*a.entry);
+      ++result_.deliveries;
+      result_.hits += hit;
+      if (on_delivery_) on_delivery_(TraceEvent{t_, a.job, a.entry->epoch, a.entry->item, hit});
+    }
+  }
+
+  void pin(Queued& q) {
+    q.pinned = cache_ != nullptr && cache_->contains(q.item);
+    if (q.pinned) cache_->pin(q.item);
+  }
+
   double batch_cost(const JobSpec& spec) {
     if (spec.jitter == 0) return spec.batch;
     return spec.batch * (1 + std::uniform_real_distribution<double>(-spec.jitter, spec.jitter)(jitter_rng_.engine()));
@@ -152,19 +233,32 @@ class Run {
     result_.jobs[i].end_step = t;
     sampler_.remove_job(j.slot);
     dispatcher_.remove_job(i);
-    for (const auto& [item, pinned] : j.queue) {
-      if (pinned) cache_->unpin(item);
+    for (size_t k = 0; k < j.queue.size(); ++k) {
+      const Queued& q = j.queue[k];
+      if (k >= j.windowed) {
+        next_uses_.remove(q.item, q.due);  // its plan is dropped undelivered
+      } else if (q.pinned) {
+        cache_->unpin(q.item);
+      }
     }
+    result_.jobs[i].deliveries -= j.queue.size() - j.windowed;
     j.queue.clear();
     j.done = true;
   }
 
   const Scenario& sc_;
   Sampler& sampler_;
+  NextUses& next_uses_;
   std::vector<JobRun> jobs_;
   Dispatcher dispatcher_;
   Cache* cache_ = nullptr;
+  std::function<void(const TraceEvent&)> on_delivery_;
+  std::function<void(uint64_t, const std::vector<ItemId>&)> on_access_;
   std::array<size_t, kMaxJobs> slot_job_{};
+  std::vector<ItemId> distinct_;
+  std::vector<bool> hit_;
+  uint64_t groups_ = 0;
+  uint64_t t_ = 0;
   Rng jitter_rng_{sc_.seed ^ 0x9e3779b97f4a7c15ull};  // the consumers' jitter: the same in every pass
   SimResult result_;
 };
@@ -176,18 +270,20 @@ SimResult simulate(const Scenario& sc, const std::function<void(const TraceEvent
   auto new_sampler = [&] {
     return make_sampler_for ? make_sampler_for(sc) : make_sampler(sc.sampler, sc.universe, sc.seed);
   };
-  // Belady: record, for every item, the rounds in which it is requested.
+  // Belady: record, for every item, the groups of accesses in which it is requested.
   std::vector<std::vector<uint32_t>> uses;
   if (sc.policy == "belady") {
     uses.resize(sc.universe);
     auto sampler = new_sampler();
-    Run(sc, *sampler).run(nullptr, {}, [&](uint64_t r, const std::vector<ItemId>& items) {
-      for (ItemId x : items) uses[x].push_back(static_cast<uint32_t>(r));
+    NextUses unused;
+    Run(sc, *sampler, unused).run(nullptr, {}, [&](uint64_t g, const std::vector<ItemId>& items) {
+      for (ItemId x : items) uses[x].push_back(static_cast<uint32_t>(g));
     });
   }
 
   auto sampler = new_sampler();
-  Run run(sc, *sampler);
+  NextUses next_uses;
+  Run run(sc, *sampler, next_uses);
   PolicyContext ctx;
   const RemainingSets& sets = sampler->sets();
   ctx.signature = [&sets](CacheKey k) { return sets.signature(key_item(k)); };
@@ -195,13 +291,16 @@ SimResult simulate(const Scenario& sc, const std::function<void(const TraceEvent
   if (sc.policy == "belady") {
     ctx.next_use = [&run, &uses](CacheKey k) -> uint64_t {
       const auto& u = uses[key_item(k)];
-      auto it = std::upper_bound(u.begin(), u.end(), run.round_index());
+      auto it = std::upper_bound(u.begin(), u.end(), run.access_index());
       return it == u.end() ? std::numeric_limits<uint64_t>::max() : *it;
     };
+  } else {
+    ctx.next_use = [&next_uses](CacheKey k) { return next_uses.next_use(k); };
   }
   // One dataset: cache keys are the item ids themselves (dataset 0).
   Cache cache(sc.cache_items, make_policy(sc.policy, ctx));
   sampler->set_observer(cache.observer_for(0));
+  if (sc.policy == "planned") next_uses.set_listener([&cache](CacheKey k) { cache.rank_changed(k); });
   return run.run(&cache, on_delivery, {});
 }
 
