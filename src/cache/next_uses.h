@@ -21,6 +21,10 @@
 
 namespace joader {
 
+// A due time in NextUses' unit as the daemon and the simulator use it: seconds of the
+// dispatcher's clock, in microseconds.
+inline uint64_t due_micros(double seconds) { return static_cast<uint64_t>(seconds * 1e6); }
+
 class NextUses {
  public:
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();

@@ -27,7 +27,7 @@ nlohmann::json to_json(const v1::StatusReply& s) {
   for (const auto& j : s.jobs()) {
     jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"delivered", j.delivered()},
                     {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
-                    {"items_per_second", j.items_per_second()}, {"queued", j.queued()},
+                    {"items_per_second", j.items_per_second()}, {"queued", j.queued()}, {"planned", j.planned()},
                     {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()},
                     {"wait_seconds", j.wait_seconds()}});
   }

@@ -101,6 +101,11 @@ double Dispatcher::pace(JobKey key) const {
   return j.rate > 0 ? j.rate : median_rate(j.config.group);
 }
 
+double Dispatcher::due(JobKey key, double now) const {
+  const double p = pace(key);
+  return p > 0 ? now + double(jobs_.at(key).queued) / p : now;
+}
+
 void Dispatcher::advance(double now) {
   const double dt = std::max(0.0, now - last_);
   last_ = std::max(last_, now);
@@ -138,7 +143,7 @@ void Dispatcher::advance(double now) {
       // banks at most the item that puts it in the next round once there is room, not a burst of
       // rounds of its own.
       const double cap = is_full(j) ? 1.0 : std::max(double(j.config.batch), rate * options_.round_interval + 1);
-      j.credit = std::min(j.credit + rate * dt, cap);
+      j.credit = std::min(j.credit + earning(j, rate) * dt, cap);
     }
   }
 }
@@ -146,10 +151,27 @@ void Dispatcher::advance(double now) {
 double Dispatcher::horizon_seconds() const {
   if (options_.fixed_horizon > 0) return options_.fixed_horizon;
   if (options_.plan_span <= 0) return 0;
+  // What the plans help keep is the part of the cache that the windows' pinned items leave.
   double demand = 0;  // bytes per second the jobs access, at their paces
-  for (const auto& [key, j] : jobs_) demand += pace(key) * double(std::max<uint64_t>(j.config.item_bytes, 1));
-  const uint64_t cache = options_.plan_cache != 0 ? options_.plan_cache : capacity_;
-  return demand > 0 ? std::min(kMaxPlanHorizon, options_.plan_span * double(cache) / demand) : 0;
+  double cache = double(options_.plan_cache != 0 ? options_.plan_cache : capacity_);
+  for (const auto& [key, j] : jobs_) {
+    const double item = double(std::max<uint64_t>(j.config.item_bytes, 1));
+    demand += pace(key) * item;
+    cache -= double(window_of(j)) * item;
+  }
+  if (demand <= 0 || cache <= 0) return 0;
+  return std::min(kMaxPlanHorizon, options_.plan_span * cache / demand);
+}
+
+double Dispatcher::earning(const Job& j, double pace) const {
+  // Credit at the job's pace keeps its queue where it is; with a plan it must be where its
+  // horizon is (every job's plan the same time long, so that items decided in one round are
+  // consumed together), so a job short of its horizon earns the shortfall over plan_settle
+  // seconds on top. Without this the queues wander between the catch-up floor and the horizon
+  // (measured: 65 vs 130 items for three equal jobs) and shared items are consumed 50 ms apart.
+  const uint64_t aim = j.horizon - j.config.batch;  // below full, so that it keeps joining rounds
+  if (j.horizon <= window_of(j) || j.queued >= aim) return pace;
+  return pace + double(aim - j.queued) / options_.plan_settle;
 }
 
 bool Dispatcher::is_filling(const Job& j) { return j.queued >= j.config.batch && j.queued < catch_up_of(j); }
@@ -227,7 +249,7 @@ double Dispatcher::next_credit_due(double now) const {
       const Job& j = jobs_.at(key);
       if (!can_take(j, 0)) continue;  // stopped, full, or waiting for room: only an event helps
       if (is_due(j)) return now;
-      const double rate = j.rate > 0 ? j.rate : median;
+      const double rate = earning(j, j.rate > 0 ? j.rate : median);
       if (rate > 0) due = std::min(due, now + (1.0 - j.credit) / rate);
       // A new job's first rate estimate: due when its first window closes.
       if (j.rate == 0 && j.acked_in_window >= 2 * uint64_t{j.config.batch}) {

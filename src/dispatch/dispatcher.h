@@ -25,9 +25,11 @@
 // (below) in the plans' horizon, at least its window of `prefetch` batches and at most `max_plan`.
 // The horizon is in seconds, the same for every job, so that jobs of different speeds decide, in
 // a shared round, items they consume at about the same moment: `fixed_horizon` if set, else the
-// time the jobs take to access `plan_span` cache-fulls of items (plan_span · cache bytes / Σ over
-// all jobs of pace · item_bytes), at most kMaxPlanHorizon; and short enough for every job's
-// max_plan. A job alone on its dataset plans nothing (within an epoch it has
+// time the jobs take to access `plan_span` cache-fulls of items (plan_span · (cache bytes − the
+// windows' bytes) / Σ over all jobs of pace · item_bytes), at most kMaxPlanHorizon; and short
+// enough for every job's max_plan. A job whose queue is below its horizon less a batch earns, on
+// top of its pace, the shortfall over `plan_settle` seconds, so that every job's plan stays about
+// the horizon long (a job at its horizon stops joining rounds, hence the batch below it). A job alone on its dataset plans nothing (within an epoch it has
 // nobody to share with). docs/DAEMON.md says why plans are never re-decided. The first `prefetch` batches of the queue are its window: loaded (or loading) and
 // pinned. The rest is its plan: ids only, loaded when acknowledgements move them into the window.
 // A job whose queue is more than a window below its horizon (one that just joined) fills its
@@ -81,6 +83,7 @@ struct DispatcherOptions {
   double plan_span = 0;
   uint64_t plan_cache = 0;
   double fixed_horizon = 0;
+  double plan_settle = 0.1;  // seconds over which a job short of its horizon earns the shortfall
 };
 
 class Dispatcher {
@@ -137,6 +140,8 @@ class Dispatcher {
   double rate(JobKey job) const { return jobs_.at(job).rate; }
   // The rate the job earns credit at: its own once measured, else its group's median (0 if none).
   double pace(JobKey job) const;
+  // When the job should consume an item decided for it now (behind its whole queue), at its pace.
+  double due(JobKey job, double now) const;
   double credit(JobKey job) const { return jobs_.at(job).credit; }
   // Whether the job's queue holds all it may (its horizon).
   bool full(JobKey job) const;
@@ -163,6 +168,7 @@ class Dispatcher {
   static uint64_t catch_up_of(const Job& j);
   static bool is_filling(const Job& j);     // catching up on its plan (beyond one batch)
   static double plan_time(const Job& j);    // seconds its queue lasts at its pace
+  double earning(const Job& j, double pace) const;  // credit per second
   uint64_t reservation(const Job& j) const;
   void set_queued(Job& j, uint64_t queued);
   bool can_take(const Job& j, uint64_t admitted) const;

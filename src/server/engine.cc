@@ -70,6 +70,7 @@ struct Engine::Job {
   std::string augment;                            // its description, for status
 
   std::deque<Entry> pending;                      // decided, not yet sent, in decision order
+  uint64_t planned = 0;                           // its last entries that are kPlanned
   std::map<uint64_t, std::vector<Entry>> sent;    // seq -> delivered, not yet acknowledged
   uint64_t next_seq = 0;
   // Its credit, rate, queue length (the pending and sent items) and reservation: in dispatcher_.
@@ -87,7 +88,11 @@ struct Engine::Job {
 Engine::Engine(EngineOptions options)
     : options_(std::move(options)),
       arena_(options_.cache_bytes, options_.share_group),
-      dispatcher_(ArenaAllocator(options_.cache_bytes).free_bytes(), 0.0) {
+      dispatcher_(ArenaAllocator(options_.cache_bytes).free_bytes(), 0.0, [this] {
+        DispatcherOptions o;
+        if (options_.policy == "planned") o.plan_span = kDefaultPlanSpan;
+        return o;
+      }()) {
   PolicyContext ctx;
   ctx.signature = [this](CacheKey k) -> uint64_t {
     const Dataset* ds = dataset_by_index_[key_dataset(k)];
@@ -97,11 +102,13 @@ Engine::Engine(EngineOptions options)
     const Dataset* ds = dataset_by_index_[dataset];
     return ds == nullptr ? 0.0 : dispatcher_.request_rate(dataset, sig, ds->sampler->sets());
   };
+  ctx.next_use = [this](CacheKey k) { return next_uses_.next_use(k); };
   try {
     store_ = std::make_unique<ItemStore>(options_.cache_bytes, make_policy(options_.policy, ctx));
   } catch (const std::invalid_argument& e) {
     throw EngineError(EngineError::kInvalidArgument, e.what());
   }
+  if (options_.policy == "planned") next_uses_.set_listener([this](CacheKey k) { store_->rank_changed(k); });
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });
@@ -299,6 +306,11 @@ void Engine::check_invariants(const char* after) const {
              std::to_string(dispatcher_.queued(id)));
     }
   }
+  uint64_t planned = 0;
+  for (const auto& [id, j] : jobs_) planned += j->planned;
+  if (planned != next_uses_.planned()) {
+    broken(std::to_string(planned) + " planned entries, " + std::to_string(next_uses_.planned()) + " planned uses");
+  }
   if (dispatcher_.reserved_bytes() > store_->capacity()) {
     broken("reservations of " + std::to_string(dispatcher_.reserved_bytes()) + " bytes exceed the arena's " +
            std::to_string(store_->capacity()));
@@ -445,7 +457,8 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   if (req.resume() && job->epoch == req.resume_epoch()) job->delivered_in_epoch = consumed.size();
   ds.jobs[slot] = job.get();
   jobs_[job->id] = job;
-  dispatcher_.add_job(job->id, {ds.index, slot, job->batch, req.prefetch() == 0 ? 4 : req.prefetch(), ds.item_bytes}, now());
+  dispatcher_.add_job(job->id, {ds.index, slot, job->batch, req.prefetch() == 0 ? 4 : req.prefetch(), ds.item_bytes, subset_size},
+                      now());
   if (ds.sampler->finished(slot)) dispatcher_.stop_job(job->id);  // resumed after its last epoch
 
   reply->set_job(job->name);
@@ -545,32 +558,27 @@ void Engine::dispatch_loop() {
 bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
   std::vector<Decision> decisions;
   ds.sampler->round(ready, decisions);
+  const double t = now();
   for (const Decision& d : decisions) {
     Job& j = *ds.jobs.at(d.job);
-    const bool last = ds.sampler->epoch(d.job) > d.epoch;
     Entry decided;
     decided.item = d.item;
     decided.label = ds.source->item(d.item).label;
     decided.epoch = d.epoch;
-    decided.last_of_epoch = last;
+    decided.last_of_epoch = ds.sampler->epoch(d.job) > d.epoch;
+    const bool in_window = j.planned == 0 && dispatcher_.queued(j.id) < dispatcher_.window(j.id);
+    if (!in_window) {
+      decided.state = Entry::kPlanned;
+      decided.due = due_micros(dispatcher_.due(j.id, t));
+    }
     j.pending.push_back(std::move(decided));
-    Entry* e = &j.pending.back();
     dispatcher_.decided(j.id, 1);
-    const CacheKey key = cache_key(ds.index, d.item);
-    if (auto l = loads_.find(key); l != loads_.end()) {
-      l->second.waiters.push_back({&j, e});
-    } else if (store_->contains(key)) {
-      store_->touch(key);
-      store_->pin(key);
-      e->state = Entry::kReady;
-      e->placed = &store_->at(key);
-      ++n_hits_;
-      wake(j);
+    Entry& e = j.pending.back();
+    if (in_window) {
+      start(j, e);
     } else {
-      loads_[key] = Load{&ds, d.item, {{&j, e}}};
-      tasks_.push_back(key);
-      ++n_loads_;
-      loader_cv_.notify_one();
+      ++j.planned;
+      next_uses_.add(cache_key(ds.index, e.item), e.due);
     }
   }
   for (JobSlot slot : ready) {
@@ -578,6 +586,35 @@ bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
   }
   check_invariants("a round");
   return !decisions.empty();
+}
+
+void Engine::start(Job& j, Entry& e) {
+  const CacheKey key = cache_key(j.ds->index, e.item);
+  if (e.state == Entry::kPlanned) next_uses_.remove(key, e.due);
+  e.state = Entry::kLoading;
+  if (auto l = loads_.find(key); l != loads_.end()) {
+    l->second.waiters.push_back({&j, &e});
+  } else if (store_->contains(key)) {
+    store_->touch(key);
+    store_->pin(key);
+    e.state = Entry::kReady;
+    e.placed = &store_->at(key);
+    ++n_hits_;
+    wake(j);
+  } else {
+    loads_[key] = Load{j.ds, e.item, {{&j, &e}}};
+    tasks_.push_back(key);
+    ++n_loads_;
+    loader_cv_.notify_one();
+  }
+}
+
+void Engine::fill_window(Job& j) {
+  while (j.planned > 0 && !j.failure && dispatcher_.queued(j.id) - j.planned < dispatcher_.window(j.id)) {
+    Entry& e = j.pending[j.pending.size() - j.planned];
+    --j.planned;
+    start(j, e);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -749,6 +786,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
         // A skipped entry will never be delivered: it stops counting as queued now, so that the
         // job earns catch-up credit for the items that replace it.
         dispatcher_.dropped(job->id, 1);
+        fill_window(*job);
         dispatch_cv_.notify_all();
         wake(*job);
       } else {
@@ -775,7 +813,7 @@ bool Engine::batch_ready(Job& j, size_t* take) {
   uint32_t ready = 0;
   for (size_t n = 0; n < j.pending.size(); ++n) {
     const Entry& e = j.pending[n];
-    if (e.state == Entry::kLoading) return false;
+    if (e.state == Entry::kLoading || e.state == Entry::kPlanned) return false;
     if (e.state == Entry::kReady) ++ready;
     if (ready == j.batch || e.last_of_epoch) {
       *take = n + 1;
@@ -830,6 +868,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
         for (const Entry& e : delivered) store_->unpin(cache_key(j.ds->index, e.item));
         dispatcher_.dropped(j.id, delivered.size());
+        fill_window(j);
         delivered.clear();
         space_cv_.notify_all();
         dispatch_cv_.notify_all();
@@ -889,6 +928,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
   for (const Entry& e : it->second) store_->unpin(cache_key(job->ds->index, e.item));
   dispatcher_.acknowledged(id, it->second.size());
   job->sent.erase(it);
+  fill_window(*job);
   wake(*job);
   space_cv_.notify_all();
   dispatch_cv_.notify_all();
@@ -909,7 +949,9 @@ void Engine::release(Job& j) {
   const uint32_t ds = j.ds->index;
   for (const Entry& e : j.pending) {
     if (e.state == Entry::kReady) store_->unpin(cache_key(ds, e.item));
+    if (e.state == Entry::kPlanned) next_uses_.remove(cache_key(ds, e.item), e.due);
   }
+  j.planned = 0;
   for (const auto& [seq, entries] : j.sent) {
     for (const Entry& e : entries) store_->unpin(cache_key(ds, e.item));
   }
@@ -974,6 +1016,7 @@ v1::StatusReply Engine::status() {
     s->set_delivered_in_epoch(j->delivered_in_epoch);
     s->set_items_per_second(dispatcher_.rate(id));
     s->set_queued(dispatcher_.queued(id));
+    s->set_planned(j->planned);
     s->set_batch_size(j->batch);
     s->set_epochs(j->epochs);
     s->set_augment(j->augment);

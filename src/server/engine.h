@@ -8,8 +8,12 @@
 // same rounds whatever their jitter; the dispatcher thread sleeps until the next round is due or
 // an event (acknowledgement, join, leave) wakes it.
 //
-// Memory: decided items are reserved in whole batches (ceil(queued / B) · B · item bytes per
-// job), and a job starts a new batch only when its reservation fits in the arena (the
+// Plans (policy `planned`): the dispatcher decides ids a horizon ahead; only each job's window
+// (prefetch batches) is loaded and pinned, the rest of its queue are planned entries whose due
+// times (NextUses) the policy evicts by. Acknowledgements move planned entries into the window.
+//
+// Memory: the windows' decided items are reserved in whole batches (ceil(min(queued, window) / B)
+// · B · item bytes per job), and a job starts a new batch only when its reservation fits in the arena (the
 // Dispatcher's admission rule). Pinned bytes never exceed reservations, so a decided item can
 // always be loaded (evicting unpinned items) and every reserved batch completes: no deadlock,
 // whatever the number of jobs. A job whose one batch exceeds the arena is refused at registration.
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/next_uses.h"
 #include "common/protocol.h"
 #include "dispatch/dispatcher.h"
 #include "joader.pb.h"
@@ -64,7 +69,7 @@ inline constexpr uint64_t kMaxStoredPixels = uint64_t{8192} * 8192;
 struct EngineOptions {
   uint64_t cache_bytes = 512ull << 20;
   unsigned threads = 0;             // loader threads; 0 = hardware concurrency
-  std::string policy = "refcnt";    // refcnt | lru | fifo | rate
+  std::string policy = "refcnt";    // refcnt | lru | fifo | rate | planned
   std::string sampler = "dsa";      // dsa | independent (benchmark baseline) | biased-dsa (tests' control)
   // Seeds every dataset's sampler (mixed with the dataset's index) for reproducible tests; unset:
   // a fresh random seed per dataset.
@@ -154,8 +159,11 @@ class Engine {
     int64_t label = 0;
     uint32_t epoch = 0;
     bool last_of_epoch = false;
-    enum State { kLoading, kReady, kFailed } state = kLoading;
+    // kPlanned: decided beyond its job's window (an id only); it is loaded when acknowledgements
+    // bring it into the window.
+    enum State { kPlanned, kLoading, kReady, kFailed } state = kLoading;
     const Placement* placed = nullptr;  // once kReady (valid while the entry pins the item)
+    uint64_t due = 0;                   // kPlanned: when its job should consume it (NextUses)
   };
   struct Load {
     Dataset* dataset;
@@ -167,6 +175,11 @@ class Engine {
   void dispatch_loop();
   // Decides one round of `ready` jobs; false if the sampler decided nothing. mu_ held.
   bool decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
+  // The entry enters its job's window: a hit (pinned now), a load already under way, or a new
+  // load. mu_ held.
+  void start(Job& j, Entry& e);
+  // Moves planned entries into the job's window while it has room. mu_ held.
+  void fill_window(Job& j);
   double now() const;  // seconds since the engine started: the dispatcher's clock
   void loader_loop();
   // Arena blocks for an item of `size` bytes, which then is resident and pinned: store_->place(),
@@ -189,8 +202,8 @@ class Engine {
   std::shared_ptr<Job> find_job(JobId id);
   v1::DatasetInfo info(const Dataset& ds) const;
   // mu_ held. When options_.check_invariants: the item store's (cached items hold exactly their
-  // arena blocks), each job's decided items are what the dispatcher counts, the reservations fit
-  // in the arena. Aborts naming `after` (the operation just done) when one does not hold.
+  // arena blocks), each job's decided items are what the dispatcher counts, the planned entries
+  // are NextUses' planned uses, the reservations fit in the arena. Aborts naming `after` (the operation just done) when one does not hold.
   void check_invariants(const char* after) const;
   // Own-size datasets: reads each item's header (outside the lock) and returns the largest stored
   // size in bytes; sets ds.smallest. Throws EngineError naming an item above kMaxStoredPixels.
@@ -204,6 +217,7 @@ class Engine {
   SharedArena arena_;
   Dispatcher dispatcher_;             // pacing, rounds, reservations
   std::unique_ptr<ItemStore> store_;  // cached items, their arena blocks and pins
+  NextUses next_uses_;                // the due times of planned entries (policy planned)
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::mutex mu_;

@@ -94,9 +94,16 @@ std::map<uint32_t, std::multiset<uint32_t>> run_job(Engine& engine, Engine::JobI
   return epochs;
 }
 
-TEST(EngineConcurrency, JobsOnManyThreadsGetExactEpochsWhileOthersLeaveAndDatasetsComeAndGo) {
-  Engine engine(small_engine());
+// Under every policy; `planned` also decides ids ahead of their loads (plans), which the
+// observer must see.
+class EngineConcurrency : public testing::TestWithParam<const char*> {};
+
+TEST_P(EngineConcurrency, JobsOnManyThreadsGetExactEpochsWhileOthersLeaveAndDatasetsComeAndGo) {
+  EngineOptions options = small_engine();
+  options.policy = GetParam();
+  Engine engine(options);
   engine.add_dataset(synthetic("main", 300), {});
+  std::atomic<uint64_t> most_planned{0};
   std::atomic<bool> running{true};
 
   std::vector<std::map<uint32_t, std::multiset<uint32_t>>> results(4);
@@ -124,6 +131,7 @@ TEST(EngineConcurrency, JobsOnManyThreadsGetExactEpochsWhileOthersLeaveAndDatase
     while (running) {
       const v1::StatusReply s = engine.status();
       EXPECT_LE(s.pinned_bytes(), s.cache_capacity());
+      for (const v1::JobStatus& j : s.jobs()) most_planned = std::max<uint64_t>(most_planned, j.planned());
       engine.list_datasets();
     }
   });
@@ -148,9 +156,16 @@ TEST(EngineConcurrency, JobsOnManyThreadsGetExactEpochsWhileOthersLeaveAndDatase
   EXPECT_EQ(s.jobs_size(), 0);
   EXPECT_EQ(s.pinned_bytes(), 0u);
   EXPECT_EQ(s.datasets_size(), 1);
+  if (std::string(GetParam()) == "planned") {
+    EXPECT_GT(most_planned, 0u) << "no job ever had a plan";
+  } else {
+    EXPECT_EQ(most_planned, 0u);
+  }
 }
 
-TEST(EngineConcurrency, ShutdownWakesEveryWaitingJobWithServerShuttingDown) {
+INSTANTIATE_TEST_SUITE_P(Policies, EngineConcurrency, testing::Values("refcnt", "planned"));
+
+TEST(EngineShutdown, WakesEveryWaitingJobWithServerShuttingDown) {
   Engine engine(small_engine());
   engine.add_dataset(synthetic("main", 100), {});
   std::vector<std::thread> jobs;
@@ -290,9 +305,11 @@ std::multiset<uint32_t> ids(uint32_t lo, uint32_t hi, uint32_t step = 1) {
 // and jobs failed after 30 s ("no contiguous ... bytes free").
 TEST(EngineMemory, JobsGetExactEpochsOnACacheOfExactlyTheirBatchesWhileLoadsFinishOutOfOrder) {
   constexpr uint64_t kItem = 8 * 8 * 3;  // crop 8: 192 bytes, a multiple of the arena's alignment
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
-    SCOPED_TRACE("seed " + std::to_string(seed));
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const char* policy = seed % 2 == 0 ? "planned" : "refcnt";
+    SCOPED_TRACE("seed " + std::to_string(seed) + ", policy " + policy);
     EngineOptions o;
+    o.policy = policy;
     o.threads = 2;
     o.check_invariants = true;
     o.cache_bytes = (3 + 5 + 2 + 4) * kItem + kItem - 1;  // the four batches below, less than one item more

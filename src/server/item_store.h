@@ -65,6 +65,8 @@ class ItemStore {
   // Drops the unpinned items of a dataset (pinned ones stay until evicted).
   void discard_unpinned(uint32_t dataset);
 
+  // Re-ranks k in the policy after its next use changed (a plan's NextUses listener).
+  void rank_changed(CacheKey k) { cache_.rank_changed(k); }
   // An observer for dataset `dataset`'s sampler (signature changes re-key the policy).
   SignatureObserver* observer_for(uint32_t dataset) { return cache_.observer_for(dataset); }
 

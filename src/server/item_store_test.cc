@@ -33,7 +33,7 @@ TEST(ItemStore, PlacingEvictsUnpinnedItemsInThePolicysOrderAndFreesTheirBlocks) 
   expect_consistent(store);
 }
 
-TEST(ItemStore, PinnedItemsStayAndAPlacementThatWouldNeedThemFailsChangingNothing) {
+TEST(ItemStore, APlacementThatWouldNeedPinnedItemsFailsAndMovesNoneOfThem) {
   ItemStore store = fifo_store(4);
   for (ItemId i = 0; i < 4; ++i) ASSERT_NE(store.place(cache_key(0, i), kBlock), nullptr);
   store.unpin(cache_key(0, 3));

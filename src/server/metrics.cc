@@ -90,6 +90,8 @@ std::string prometheus_text(const v1::StatusReply& s) {
        [](const v1::JobStatus& j) { return j.items_per_second(); }},
       {"job_queued_items", "gauge", "Items decided for the job and not yet acknowledged.",
        [](const v1::JobStatus& j) { return double(j.queued()); }},
+      {"job_planned_items", "gauge", "Of the queued items, those decided beyond the job's window (policy planned): not loaded yet.",
+       [](const v1::JobStatus& j) { return double(j.planned()); }},
   };
   for (const JobFamily& f : job_families) {
     w.family(f.name, f.type, f.help);

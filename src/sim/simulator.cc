@@ -56,9 +56,6 @@ DispatcherOptions dispatcher_options(const Scenario& sc) {
   return o;
 }
 
-// Due times in microseconds of the dispatcher's clock.
-uint64_t to_due(double seconds) { return static_cast<uint64_t>(seconds * 1e6); }
-
 // One pass over the scenario. `cache` may be null (trace recording); `on_access` sees each group
 // of accesses' distinct items with the group's index.
 class Run {
@@ -146,10 +143,8 @@ class Run {
           const size_t i = slot_job_[d.job];
           JobRun& j = jobs_[i];
           ++result_.jobs[i].deliveries;
-          const uint64_t position = j.queue.size();
-          const double pace = dispatcher_.pace(i);
+          j.queue.push_back({d.item, d.epoch, due_micros(dispatcher_.due(i, now))});
           dispatcher_.decided(i, 1);
-          j.queue.push_back({d.item, d.epoch, pace > 0 ? to_due(now + double(position) / pace) : to_due(now)});
           if (j.windowed < dispatcher_.window(i)) {
             group.push_back({i, &j.queue.back(), false});
             ++j.windowed;

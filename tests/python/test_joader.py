@@ -68,24 +68,40 @@ def test_three_python_jobs_get_exact_epochs(client):
     assert status["loads"] < status["deliveries"]
 
 
-def permutation_pvalues_through_a_daemon(workdir, sampler):
+def permutation_pvalues_through_a_daemon(workdir, sampler, policy):
     """Three jobs on 5 items with overlapping 4-item subsets, through a daemon whose samplers are
     seeded (--seed; the rounds still depend on real-time pacing); per job, the p-value of its
     per-epoch permutation frequencies against the uniform law on 24 permutations. The jobs pace
     themselves at one batch of 2 per 2 ms, as training jobs do: the coupling, which the biased
     control needs to show its bias, comes from jobs of equal speed sharing rounds. (Unpaced, each
     job drains its queue as fast as Python allows and often gets rounds of its own, so the control
-    was sometimes not rejected.)"""
+    was sometimes not rejected.) Under `planned`, each job's window is one batch, so that the jobs
+    decide ids beyond it: their plans (up to an epoch of 4, across epoch boundaries); under the
+    other policies a window of one batch couples the jobs too weakly for the control to show."""
     from conftest import Daemon
-    daemon = Daemon(workdir, name=sampler, extra=("--seed", "7", "--sampler", sampler))
+    daemon = Daemon(workdir, name=sampler + "-" + policy,
+                    extra=("--seed", "7", "--sampler", sampler, "--policy", policy))
     try:
         client = joader.Client(daemon.socket)
         client.add_dataset("tiny", source="synthetic:5:8x8", crop=8)
         subsets = {"x": [0, 1, 2, 3], "y": [1, 2, 3, 4], "z": [0, 2, 3, 4]}
         epochs = 1200
-        loaders = {n: joader.Loader("tiny", name=n, indices=s, batch_size=2, epochs=epochs, client=client)
-                   for n, s in subsets.items()}
+        prefetch = 1 if policy == "planned" else 4
+        loaders = {n: joader.Loader("tiny", name=n, indices=s, batch_size=2, epochs=epochs, prefetch=prefetch,
+                                    client=client) for n, s in subsets.items()}
+        planned = []
+        watching = threading.Event()
+
+        def watch():  # the most items any job had decided beyond its window
+            while not watching.is_set():
+                planned.append(max([j.get("planned", 0) for j in client.status()["jobs"]] + [0]))
+                time.sleep(0.01)
+        watcher = threading.Thread(target=watch)
+        watcher.start()
         results = run_jobs(loaders, seconds_per_batch=0.002)
+        watching.set()
+        watcher.join()
+        assert (max(planned) > 0) == (policy == "planned"), max(planned)
         pvalues = {}
         for name, subset in subsets.items():
             perms = {p: i for i, p in enumerate(itertools.permutations(subset))}
@@ -96,21 +112,23 @@ def permutation_pvalues_through_a_daemon(workdir, sampler):
                 counts[perms[tuple(epoch)]] += 1
             pvalues[name] = chi_square_pvalue(counts)
         assert client.status()["loads"] < client.status()["deliveries"]
-        print(sampler, pvalues, client.status()["ld_ratio"])
+        print(sampler, policy, pvalues, client.status()["ld_ratio"])
         return pvalues
     finally:
         assert daemon.stop() == 0
 
 
-def test_epochs_through_the_daemon_are_uniform_permutations(workdir):
-    # α = 1e-4 per job, 3 jobs: a correct sampler fails with probability ≤ 3e-4.
-    pvalues = permutation_pvalues_through_a_daemon(workdir, "dsa")
+@pytest.mark.parametrize("policy", ["refcnt", "planned"])
+def test_epochs_through_the_daemon_are_uniform_permutations(workdir, policy):
+    # α = 1e-4 per job, 3 jobs: a correct sampler fails with probability ≤ 3e-4 per policy.
+    pvalues = permutation_pvalues_through_a_daemon(workdir, "dsa", policy)
     assert min(pvalues.values()) > 1e-4, pvalues
 
 
-def test_the_same_test_through_the_daemon_rejects_a_biased_sampler(workdir):
+@pytest.mark.parametrize("policy", ["refcnt", "planned"])
+def test_the_same_test_through_the_daemon_rejects_a_biased_sampler(workdir, policy):
     # The control: a DSA that always reuses its parent's item (joader serve --sampler biased-dsa).
-    pvalues = permutation_pvalues_through_a_daemon(workdir, "biased-dsa")
+    pvalues = permutation_pvalues_through_a_daemon(workdir, "biased-dsa", policy)
     assert min(pvalues.values()) < 1e-4, pvalues
 
 
