@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-POLICIES = ["refcnt", "rate", "lru", "fifo", "belady"]
+POLICIES = ["refcnt", "rate", "planned", "lru", "fifo", "belady"]
 CACHES = [500, 1000, 2500, 5000]
 WINDOW = 250  # steps per point of the loads-over-time curve
 

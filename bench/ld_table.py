@@ -5,7 +5,7 @@ mean over 5 seeds, computed by `joader simulate` (the same classes as the daemon
     /usr/bin/python3 bench/ld_table.py --joader build/joader [--seeds 5] [--jobs 2]
 
 Prints Markdown: one row per (scenario, cache, sampler), one column per policy, and the share of
-the RefCnt→Belady gap that the `rate` policy closes under DSA.
+the RefCnt→Belady gap that the `rate` and `planned` policies close under DSA.
 """
 import argparse
 import concurrent.futures
@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 SAMPLERS = ["dsa", "independent", "lockstep"]
-POLICIES = ["refcnt", "rate", "lru", "fifo", "belady"]
+POLICIES = ["refcnt", "rate", "planned", "lru", "fifo", "belady"]
 
 
 def scenarios(seed):
@@ -99,15 +99,16 @@ def main():
         rel = " | ".join(f"{steps[(label, cache, s, 'refcnt')] / base:.2f}×" for s in ("independent", "lockstep"))
         print(f"| {label} | {cache} | {base:.0f} | {rel} |")
 
-    print("\nShare of the DSA RefCnt→Belady gap closed by `rate` (positive = rate is better):\n")
-    print("| scenario | cache | refcnt | rate | belady | gap closed |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("\nShare of the DSA RefCnt→Belady gap closed by `rate` and `planned` (positive = better than"
+          " RefCnt):\n")
+    print("| scenario | cache | refcnt | rate | planned | belady | rate closes | planned closes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for (label, cache, sampler) in seen:
         if sampler != "dsa":
             continue
-        r, q, b = (results[(label, cache, "dsa", p)] for p in ("refcnt", "rate", "belady"))
-        closed = f"{100 * (r - q) / (r - b):.0f} %" if r - b > 1e-9 else "n/a (no gap)"
-        print(f"| {label} | {cache} | {r:.3f} | {q:.3f} | {b:.3f} | {closed} |")
+        r, q, p, b = (results[(label, cache, "dsa", x)] for x in ("refcnt", "rate", "planned", "belady"))
+        closed = [f"{100 * (r - x) / (r - b):.0f} %" if r - b > 1e-9 else "n/a (no gap)" for x in (q, p)]
+        print(f"| {label} | {cache} | {r:.3f} | {q:.3f} | {p:.3f} | {b:.3f} | {closed[0]} | {closed[1]} |")
 
 
 if __name__ == "__main__":
