@@ -70,9 +70,9 @@ MiB = 1 << 20
 
 
 class Daemon(SharedDaemon):
-    def __init__(self, build, workdir, cache_size, threads, prefix=()):
+    def __init__(self, build, workdir, cache_size, threads, prefix=(), policy="refcnt"):
         super().__init__(os.path.join(build, "joader"), workdir, cache_size=cache_size, threads=threads,
-                         extra=("--state", "none"), prefix=prefix, timeout=120 if prefix else 15)
+                         extra=("--state", "none", "--policy", policy), prefix=prefix, timeout=120 if prefix else 15)
 
     def proc_stats(self):
         """VmRSS, RssAnon, RssShmem (KiB), Threads from /proc/PID/status; open fds."""
@@ -516,6 +516,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=32, help="concurrent jobs to keep alive")
     ap.add_argument("--seed", type=int, default=6)
     ap.add_argument("--cache-size", default="64MiB")
+    ap.add_argument("--policy", default="refcnt", help="the daemon's cache policy (joader serve --policy)")
     ap.add_argument("--threads", type=int, default=2, help="daemon loader threads")
     ap.add_argument("--sample-s", type=float, default=10)
     ap.add_argument("--warmup-s", type=float, default=None, help="default: min(60, duration / 5)")
@@ -549,7 +550,7 @@ def main():
     baseline = {}
     try:
         datasets = make_datasets(args.build, workdir)
-        daemon = Daemon(args.build, workdir, args.cache_size, args.threads, shlex.split(args.daemon_prefix))
+        daemon = Daemon(args.build, workdir, args.cache_size, args.threads, shlex.split(args.daemon_prefix), args.policy)
         baseline["no_datasets"] = daemon.proc_stats()
         for d in datasets:
             daemon.cli("dataset", "add", d["name"], "--source", d["source"], *d["prep"])

@@ -21,43 +21,38 @@
 #include <thread>
 
 #include "joader.grpc.pb.h"
-#include "server/engine.h"
-#include "server/service.h"
+#include "server/daemon.h"
 
 namespace {
 
 using joader::v1::JobReply;
 using joader::v1::JobRequest;
 
-struct Daemon {
-  std::unique_ptr<joader::Engine> engine;
-  std::unique_ptr<joader::JoaderService> service;
-  std::unique_ptr<grpc::Server> server;
+// The daemon `joader serve` runs (joader::Daemon), without a socket: reached in process.
+struct Fuzzed {
+  std::unique_ptr<joader::Daemon> daemon;
   std::unique_ptr<joader::v1::Joader::Stub> stub;
+  joader::Engine& engine() { return daemon->engine(); }
 };
 
-Daemon& daemon() {
-  static Daemon* d = [] {
+Fuzzed& daemon() {
+  static Fuzzed* d = [] {
     google::protobuf::SetLogHandler(nullptr);  // fuzzed strings that are not UTF-8: refused, not logged
-    auto* out = new Daemon;
+    auto* out = new Fuzzed;
     char root[] = "/tmp/joader-service-fuzz-XXXXXX";
     if (mkdtemp(root) == nullptr) std::abort();
-    joader::EngineOptions o;
+    joader::DaemonOptions o;
     o.cache_bytes = 4 << 20;
     o.threads = 1;
     o.data_root = root;
-    out->engine = std::make_unique<joader::Engine>(o);
+    out->daemon = joader::Daemon::start(o);
     joader::v1::AddDatasetRequest base;
     base.set_protocol_version(joader::kProtocolVersion);
     base.set_name("base");
     base.set_source("synthetic:64:16x12");
     base.set_crop(8);
-    out->engine->add_dataset(base, {});
-    out->service = std::make_unique<joader::JoaderService>(*out->engine);
-    grpc::ServerBuilder builder;
-    builder.RegisterService(out->service.get());
-    out->server = builder.BuildAndStart();
-    out->stub = joader::v1::Joader::NewStub(out->server->InProcessChannel(grpc::ChannelArguments()));
+    out->engine().add_dataset(base, {});
+    out->stub = joader::v1::Joader::NewStub(out->daemon->in_process_channel());
     return out;
   }();
   return *d;
@@ -185,7 +180,7 @@ void job(FuzzedDataProvider& in) {
 
 // Checks the oracle, then removes the datasets the input added, so that inputs are independent.
 void check_nothing_held_and_reset() {
-  joader::Engine& engine = *daemon().engine;
+  joader::Engine& engine = daemon().engine();
   joader::v1::StatusReply s;
   for (int i = 0;; ++i) {
     s = engine.status();

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include <fmt/core.h>
@@ -20,9 +21,9 @@
 #include "client/client.h"
 #include "client/report.h"
 #include "ipc/paths.h"
+#include "server/daemon.h"
 #include "server/listener.h"
 #include "server/metrics.h"
-#include "server/service.h"
 
 namespace joader::cli {
 namespace {
@@ -34,18 +35,6 @@ std::string human_bytes(double b) {
   return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.1f} {}", b, units[u]);
 }
 
-// True if a process accepts connections on the Unix socket at `path`.
-bool socket_is_live(const std::string& path) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  const bool live = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return live;
-}
-
 struct ServeOptions {
   std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state, allow_group, data_root,
       metrics;
@@ -54,40 +43,36 @@ struct ServeOptions {
   std::optional<uint64_t> seed;
 };
 
+// The flag of `joader serve` that sets a DaemonOptions field.
+std::string flag_of(const std::string& option) {
+  static const std::map<std::string, std::string> flags = {
+      {"cache_bytes", "--cache-size"}, {"policy", "--policy"},   {"sampler", "--sampler"},
+      {"data_root", "--data-root"},    {"metrics", "--metrics"}, {"register_timeout", "--register-timeout"}};
+  auto it = flags.find(option);
+  return it == flags.end() ? "" : it->second + ": ";
+}
+
 int run_serve(const ServeOptions& o) {
-  EngineOptions eo;
+  DaemonOptions d;
   try {
-    eo.cache_bytes = parse_size(o.cache_size);
+    d.cache_bytes = parse_size(o.cache_size);
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "error: --cache-size: {}\n", e.what());
     return 2;
   }
-  if (eo.cache_bytes < ArenaAllocator::kAlign) {
-    fmt::print(stderr, "error: --cache-size {} is too small\n", o.cache_size);
-    return 2;
-  }
-  eo.threads = o.threads;
-  eo.policy = o.policy;
-  eo.sampler = o.sampler;
-  if (eo.policy == "belady") {
-    fmt::print(stderr, "error: --policy belady needs the future: it exists only in `joader simulate`\n");
-    return 2;
-  }
-  if (eo.sampler != "dsa" && eo.sampler != "independent" && eo.sampler != "biased-dsa") {
-    fmt::print(stderr, "error: --sampler must be dsa or independent (lockstep exists only in `joader simulate`)\n");
-    return 2;
-  }
-  eo.seed = o.seed;
-  std::optional<gid_t> group;
+  d.threads = o.threads;
+  d.policy = o.policy;
+  d.sampler = o.sampler;
+  d.seed = o.seed;
+  d.register_timeout = o.register_timeout;
   if (!o.allow_group.empty()) {
     try {
-      group = parse_group(o.allow_group);
+      d.share_group = parse_group(o.allow_group);
     } catch (const std::invalid_argument& e) {
       fmt::print(stderr, "error: --allow-group: {}\n", e.what());
       return 2;
     }
   }
-  eo.share_group = group;
   if (!o.data_root.empty()) {
     char* real = realpath(o.data_root.c_str(), nullptr);
     struct stat root_st{};
@@ -96,43 +81,22 @@ int run_serve(const ServeOptions& o) {
       std::free(real);
       return 2;
     }
-    eo.data_root = real;
+    d.data_root = real;
     std::free(real);
   }
-  std::optional<std::pair<std::string, int>> metrics_address;
   if (!o.metrics.empty()) {
     try {
-      metrics_address = parse_listen_address(o.metrics);
+      d.metrics = parse_listen_address(o.metrics);
     } catch (const std::invalid_argument& e) {
       fmt::print(stderr, "error: --metrics: {}\n", e.what());
       return 2;
     }
   }
-  const std::string path = o.socket.empty() ? default_socket_path() : o.socket;
-  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    fmt::print(stderr, "error: socket path is too long for a Unix socket ({} bytes): {}\n", path.size(), path);
-    return 2;
-  }
-  try {
-    prepare_socket_dir(path);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-  struct stat st{};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (socket_is_live(path)) {
-      fmt::print(stderr, "error: another Joader daemon is serving at {}\n", path);
-      return 1;
-    }
-    fmt::print(stderr, "joader: removing the stale socket {} left by a daemon that died\n", path);
-    unlink(path.c_str());
-  }
-  if (int n = SharedArena::remove_stale(); n > 0) {
-    fmt::print(stderr, "joader: removed {} stale shared-memory arena(s) of dead daemons\n", n);
-  }
+  d.socket = o.socket.empty() ? default_socket_path() : o.socket;
+  d.state_path = o.state.empty() ? d.socket + ".datasets.json" : o.state == "none" ? "" : o.state;
 
-  // Signals are taken synchronously by the main thread; every other thread inherits the mask.
+  // Signals are taken synchronously by the main thread; every thread the daemon starts inherits
+  // the mask, so it is set before any.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -140,74 +104,28 @@ int run_serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  eo.state_path = o.state.empty() ? path + ".datasets.json" : o.state == "none" ? "" : o.state;
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Daemon> daemon;
   try {
-    engine = std::make_unique<Engine>(eo);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
+    daemon = Daemon::start(d, [](const std::string& line) { fmt::print(stderr, "joader: {}\n", line); });
+  } catch (const DaemonError& e) {
+    fmt::print(stderr, "error: {}{}\n", flag_of(e.option()), e.what());
+    return e.kind() == DaemonError::kBadOption ? 2 : 1;
   }
-  engine->restore_datasets([](const std::string& name, const std::string& why) {
-    fmt::print(stderr, "joader: warning: dataset '{}' not restored: {}\n", name, why);
-  });
-  for (const v1::DatasetInfo& d : engine->list_datasets()) {
-    fmt::print(stderr, "joader: restored dataset '{}' ({} items, {})\n", d.name(), d.items(), d.source());
-  }
-  // The socket is ours, not gRPC's: each connection's uid is checked (SO_PEERCRED) before use.
-  std::unique_ptr<UnixListener> listener;
-  try {
-    listener = std::make_unique<UnixListener>(path, AccessPolicy(getuid(), group));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-  JoaderService service(*engine, listener.get(),
-                        std::chrono::milliseconds(static_cast<int64_t>(o.register_timeout * 1000)));
-  grpc::ServerBuilder builder;
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    fmt::print(stderr, "error: cannot start the gRPC server\n");
-    unlink(path.c_str());
-    return 1;
-  }
-  std::unique_ptr<MetricsServer> metrics;
-  if (metrics_address) {
-    try {
-      metrics = std::make_unique<MetricsServer>(*engine, metrics_address->first, metrics_address->second);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "error: --metrics: {}\n", e.what());
-      listener->stop();
-      engine->shutdown();
-      server->Shutdown();
-      unlink(path.c_str());
-      return 1;
-    }
-  }
-  listener->start(server.get());
-  const v1::StatusReply s = engine->status();
-  fmt::print(stderr, "joader: serving on {} (cache {}, {} loader threads, policy {}, sampler {}{}{})\n", path,
-             human_bytes(double(s.cache_capacity())), s.loader_threads(), eo.policy, eo.sampler,
-             group ? fmt::format(", shared with group {}", *group) : "",
-             eo.data_root.empty() ? "" : ", data root " + eo.data_root);
-  if (metrics) {
-    const bool v6 = metrics_address->first.find(':') != std::string::npos;
-    fmt::print(stderr, "joader: metrics on http://{}{}{}:{}/metrics\n", v6 ? "[" : "", metrics_address->first,
-               v6 ? "]" : "", metrics->port());
+  const v1::StatusReply s = daemon->engine().status();
+  fmt::print(stderr, "joader: serving on {} (cache {}, {} loader threads, policy {}, sampler {}{}{})\n", d.socket,
+             human_bytes(double(s.cache_capacity())), s.loader_threads(), d.policy, d.sampler,
+             d.share_group ? fmt::format(", shared with group {}", *d.share_group) : "",
+             d.data_root.empty() ? "" : ", data root " + d.data_root);
+  if (d.metrics) {
+    const bool v6 = d.metrics->first.find(':') != std::string::npos;
+    fmt::print(stderr, "joader: metrics on http://{}{}{}:{}/metrics\n", v6 ? "[" : "", d.metrics->first, v6 ? "]" : "",
+               daemon->metrics_port());
   }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   fmt::print(stderr, "joader: {} received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  metrics.reset();
-  listener->stop();
-  engine->shutdown();  // every job gets "server shutting down"
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  server.reset();
-  engine.reset();  // unlinks the arena
-  unlink(path.c_str());
+  daemon->stop();
   return 0;
 }
 

@@ -1,0 +1,167 @@
+#include "server/daemon.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "cache/eviction_policy.h"
+#include "ipc/paths.h"
+#include "ipc/shared_arena.h"
+#include "server/arena_allocator.h"
+#include "server/listener.h"
+#include "server/metrics.h"
+#include "server/service.h"
+
+namespace joader {
+namespace {
+
+// True if a process accepts connections on the Unix socket at `path`.
+bool socket_is_live(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const bool live = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return live;
+}
+
+}  // namespace
+
+void Daemon::check_options() {
+  const DaemonOptions& o = options_;
+  if (o.cache_bytes < ArenaAllocator::kAlign) {
+    throw DaemonError(DaemonError::kBadOption, "cache_bytes", "the cache must hold at least " + std::to_string(ArenaAllocator::kAlign) +
+                                         " bytes, not " + std::to_string(o.cache_bytes));
+  }
+  if (o.policy == "belady") {
+    throw DaemonError(DaemonError::kBadOption, "policy", "policy belady needs the future: it exists only in `joader simulate`");
+  }
+  bool known = false;
+  for (const std::string& p : policy_names()) known = known || p == o.policy;
+  if (!known) {
+    throw DaemonError(DaemonError::kBadOption, "policy", "unknown cache policy '" + o.policy + "' (expected refcnt, lru, fifo, rate or planned)");
+  }
+  if (o.sampler != "dsa" && o.sampler != "independent" && o.sampler != "biased-dsa") {
+    throw DaemonError(DaemonError::kBadOption, "sampler", "the sampler must be dsa or independent, not '" + o.sampler +
+                                     "' (lockstep exists only in `joader simulate`)");
+  }
+  if (!(o.register_timeout > 0)) throw DaemonError(DaemonError::kBadOption, "register_timeout", "the registration timeout must be positive");
+  if (!o.data_root.empty()) {
+    struct stat st{};
+    if (o.data_root.front() != '/' || stat(o.data_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw DaemonError(DaemonError::kBadOption, "data_root", "the data root '" + o.data_root + "' is not an absolute path to a directory");
+    }
+  }
+  if (o.socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    throw DaemonError(DaemonError::kBadOption, "socket", "the socket path is too long for a Unix socket (" + std::to_string(o.socket.size()) +
+                                    " bytes): " + o.socket);
+  }
+}
+
+void Daemon::claim_socket(const std::function<void(const std::string&)>& log) {
+  const std::string& path = options_.socket;
+  try {
+    prepare_socket_dir(path);
+  } catch (const std::exception& e) {
+    throw DaemonError(DaemonError::kCannotStart, "socket", e.what());
+  }
+  struct stat st{};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (socket_is_live(path)) throw DaemonError(DaemonError::kCannotStart, "socket", "another Joader daemon is serving at " + path);
+    log("removing the stale socket " + path + " left by a daemon that died");
+    unlink(path.c_str());
+  }
+}
+
+std::unique_ptr<Daemon> Daemon::start(const DaemonOptions& options, const std::function<void(const std::string&)>& log_fn) {
+  const auto log = [&log_fn](const std::string& line) {
+    if (log_fn) log_fn(line);
+  };
+  std::unique_ptr<Daemon> d(new Daemon(options));
+  d->check_options();
+  if (!d->options_.socket.empty()) d->claim_socket(log);
+  if (int n = SharedArena::remove_stale(); n > 0) {
+    log("removed " + std::to_string(n) + " stale shared-memory arena(s) of dead daemons");
+  }
+
+  EngineOptions eo;
+  eo.cache_bytes = options.cache_bytes;
+  eo.threads = options.threads;
+  eo.policy = options.policy;
+  eo.sampler = options.sampler;
+  eo.seed = options.seed;
+  eo.state_path = options.state_path;
+  eo.data_root = options.data_root;
+  eo.share_group = options.share_group;
+  try {
+    d->engine_ = std::make_unique<Engine>(eo);
+  } catch (const std::exception& e) {
+    throw DaemonError(DaemonError::kCannotStart, "", e.what());
+  }
+  d->engine_->restore_datasets([&log](const std::string& name, const std::string& why) {
+    log("warning: dataset '" + name + "' not restored: " + why);
+  });
+  for (const v1::DatasetInfo& ds : d->engine_->list_datasets()) {
+    log("restored dataset '" + ds.name() + "' (" + std::to_string(ds.items()) + " items, " + ds.source() + ")");
+  }
+  // The socket is ours, not gRPC's: each connection's uid is checked (SO_PEERCRED) before use.
+  if (!options.socket.empty()) {
+    try {
+      d->listener_ = std::make_unique<UnixListener>(options.socket, AccessPolicy(getuid(), options.share_group));
+      d->owns_socket_ = true;
+    } catch (const std::exception& e) {
+      throw DaemonError(DaemonError::kCannotStart, "socket", e.what());
+    }
+  }
+  d->service_ = std::make_unique<JoaderService>(
+      *d->engine_, d->listener_.get(),
+      std::chrono::milliseconds(static_cast<int64_t>(options.register_timeout * 1000)));
+  grpc::ServerBuilder builder;
+  builder.RegisterService(d->service_.get());
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  d->server_ = builder.BuildAndStart();
+  if (!d->server_) throw DaemonError(DaemonError::kCannotStart, "", "cannot start the gRPC server");
+  if (options.metrics) {
+    try {
+      d->metrics_ = std::make_unique<MetricsServer>(*d->engine_, options.metrics->first, options.metrics->second);
+    } catch (const std::exception& e) {
+      throw DaemonError(DaemonError::kCannotStart, "metrics", e.what());
+    }
+  }
+  if (d->listener_) d->listener_->start(d->server_.get());
+  return d;
+}
+
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
+
+Daemon::~Daemon() { stop(); }
+
+void Daemon::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  metrics_.reset();
+  if (listener_) listener_->stop();
+  if (engine_) engine_->shutdown();  // every job gets "server shutting down"
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_.reset();
+  }
+  service_.reset();
+  listener_.reset();
+  engine_.reset();  // joins its threads, unlinks the arena
+  if (owns_socket_) unlink(options_.socket.c_str());
+}
+
+std::shared_ptr<grpc::Channel> Daemon::in_process_channel() {
+  return server_->InProcessChannel(grpc::ChannelArguments());
+}
+
+int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+
+}  // namespace joader
