@@ -94,21 +94,32 @@ Engine::Engine(EngineOptions options)
         return o;
       }()) {
   PolicyContext ctx;
+  // The cache calls these, and is itself used under mu_ only.
   ctx.signature = [this](CacheKey k) -> uint64_t {
+    mu_.assert_held();
     const Dataset* ds = dataset_by_index_[key_dataset(k)];
     return ds == nullptr ? 0 : ds->sampler->sets().signature(key_item(k));
   };
   ctx.request_rate = [this](uint32_t dataset, uint64_t sig) {
+    mu_.assert_held();
     const Dataset* ds = dataset_by_index_[dataset];
     return ds == nullptr ? 0.0 : dispatcher_.request_rate(dataset, sig, ds->sampler->sets());
   };
-  ctx.next_use = [this](CacheKey k) { return next_uses_.next_use(k); };
+  ctx.next_use = [this](CacheKey k) {
+    mu_.assert_held();
+    return next_uses_.next_use(k);
+  };
   try {
     store_ = std::make_unique<ItemStore>(options_.cache_bytes, make_policy(options_.policy, ctx));
   } catch (const std::invalid_argument& e) {
     throw EngineError(EngineError::kInvalidArgument, e.what());
   }
-  if (options_.policy == "planned") next_uses_.set_listener([this](CacheKey k) { store_->rank_changed(k); });
+  if (options_.policy == "planned") {
+    next_uses_.set_listener([this](CacheKey k) {
+      mu_.assert_held();
+      store_->rank_changed(k);
+    });
+  }
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });
@@ -118,7 +129,7 @@ Engine::~Engine() { shutdown(); }
 
 void Engine::shutdown() {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_) return;
     stopping_ = true;
     for (auto& [id, job] : jobs_) fail_job(*job, EngineError::kUnavailable, "server shutting down");
@@ -225,6 +236,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     throw EngineError(EngineError::kInvalidArgument, "a raw dataset passes the stored bytes through: it takes no resize or crop");
   }
   auto check_duplicate = [&]() -> std::optional<v1::DatasetInfo> {
+    mu_.assert_held();  // called under the lock, twice
     auto it = datasets_.find(req.name());
     if (it == datasets_.end()) return std::nullopt;
     if (same_spec(it->second->spec, req)) return info(*it->second);
@@ -233,13 +245,14 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
                                                        "); remove it first or choose another name");
   };
   auto check_room = [&] {
+    mu_.assert_held();
     if (datasets_.size() >= kMaxDatasets) {
       throw EngineError(EngineError::kResourceExhausted, "the daemon already has " + std::to_string(kMaxDatasets) +
                                                              " datasets, its limit: remove one first");
     }
   };
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (auto existing = check_duplicate()) return *existing;
     check_room();
   }
@@ -269,7 +282,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   if (own_size(ds->prep)) largest = probe_stored_sizes(*ds, progress);
   ds->item_bytes = ArenaAllocator::rounded(std::max<uint64_t>(largest, 1));
 
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (auto existing = check_duplicate()) return *existing;  // added meanwhile by another client
   check_room();
   if (ds->item_bytes > store_->capacity()) {
@@ -365,7 +378,7 @@ void Engine::restore_datasets(const std::function<void(const std::string&, const
 }
 
 std::vector<v1::DatasetInfo> Engine::list_datasets() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   std::vector<v1::DatasetInfo> out;
   for (const auto& [name, ds] : datasets_) out.push_back(info(*ds));
   return out;
@@ -373,7 +386,7 @@ std::vector<v1::DatasetInfo> Engine::list_datasets() {
 
 void Engine::remove_dataset(const std::string& name) {
   check_text("the dataset name", name, kMaxNameBytes);
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = datasets_.find(name);
   if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, "unknown dataset '" + name + "'");
   Dataset& ds = *it->second;
@@ -393,6 +406,7 @@ void Engine::remove_dataset(const std::string& name) {
 
 void Engine::reap_retired() {
   std::erase_if(retired_, [this](const std::unique_ptr<Dataset>& ds) {
+    mu_.assert_held();
     return std::none_of(loads_.begin(), loads_.end(), [&](const auto& load) { return load.second.dataset == ds.get(); });
   });
 }
@@ -410,7 +424,7 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   if (req.batch_size() == 0) throw EngineError(EngineError::kInvalidArgument, "batch size must be at least 1");
   check_text("the job name", req.name(), kMaxNameBytes);
   check_text("the dataset name", req.dataset(), kMaxNameBytes);
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (stopping_) throw EngineError(EngineError::kUnavailable, "server shutting down");
   auto dit = datasets_.find(req.dataset());
   if (dit == datasets_.end()) {
@@ -535,7 +549,7 @@ std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
 double Engine::now() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
 
 void Engine::dispatch_loop() {
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   while (!stopping_) {
     const double t = now();
     while (auto round = dispatcher_.next_round(t)) {
@@ -546,11 +560,11 @@ void Engine::dispatch_loop() {
     // shutdown) notifies: no polling, so an idle daemon or one whose jobs are all stalled sleeps.
     const double due = dispatcher_.next_due(t);
     if (due == Dispatcher::kNever) {
-      dispatch_cv_.wait(lk);
+      dispatch_cv_.wait(lk.native());
     } else {
       // At least 100 µs, so that rounding in the credit arithmetic cannot spin.
       const double wait = std::max(due - t, 1e-4);
-      dispatch_cv_.wait_for(lk, std::chrono::duration<double>(wait));
+      dispatch_cv_.wait_for(lk.native(), std::chrono::duration<double>(wait));
     }
   }
 }
@@ -623,10 +637,10 @@ void Engine::fill_window(Job& j) {
 void Engine::loader_loop() {
   std::vector<uint8_t> raw, prepared;
   ImageSize shape;
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   for (;;) {
     if (!retired_.empty()) reap_retired();  // the last load of a removed dataset may just have ended
-    loader_cv_.wait(lk, [this] { return stopping_ || !tasks_.empty(); });
+    while (!stopping_ && tasks_.empty()) loader_cv_.wait(lk.native());
     if (stopping_) return;
     const CacheKey key = tasks_.front();
     tasks_.pop_front();
@@ -732,7 +746,7 @@ void Engine::loader_loop() {
   }
 }
 
-const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, std::unique_lock<std::mutex>& lk) {
+const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, MutexLock& lk) {
   // Reservations guarantee the bytes once unpinned items are evicted, and place() needs no more
   // than the bytes, so no load waits on fragmentation. Waiting is left as a safety net: it counts
   // in space_waits, and gives up after 30 s rather than hang the item's jobs.
@@ -745,7 +759,7 @@ const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, std
     }
     if (!waited) ++n_space_waits_;
     waited = true;
-    space_cv_.wait_for(lk, std::chrono::milliseconds(100));
+    space_cv_.wait_for(lk.native(), std::chrono::milliseconds(100));
   }
   return nullptr;
 }
@@ -824,19 +838,19 @@ bool Engine::batch_ready(Job& j, size_t* take) {
 }
 
 bool Engine::next_batch(JobId id, BatchOut* out) {
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   std::shared_ptr<Job> job = find_job(id);
   for (;;) {
     switch (take_batch(*job, out)) {
       case Poll::kBatch: return true;
       case Poll::kDone: return false;
-      case Poll::kWait: job->cv.wait(lk);
+      case Poll::kWait: job->cv.wait(lk.native());
     }
   }
 }
 
 Engine::Poll Engine::poll_batch(JobId id, BatchOut* out) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) throw EngineError(EngineError::kUnavailable, "job closed");
   return take_batch(*it->second, out);
@@ -918,7 +932,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
 }
 
 void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   std::shared_ptr<Job> job = find_job(id);
   if (std::isfinite(wait_seconds) && wait_seconds > 0) job->wait_seconds += wait_seconds;
   auto it = job->sent.find(seq);
@@ -968,7 +982,7 @@ void Engine::release(Job& j) {
 }
 
 void Engine::close_job(JobId id) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   std::shared_ptr<Job> keep = it->second;
@@ -979,7 +993,7 @@ void Engine::close_job(JobId id) {
 // Status
 
 v1::StatusReply Engine::status() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   v1::StatusReply out;
   out.set_loads(n_loads_);
   out.set_deliveries(n_deliveries_);

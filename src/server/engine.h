@@ -38,6 +38,7 @@
 
 #include "cache/cache.h"
 #include "cache/next_uses.h"
+#include "common/mutex.h"
 #include "common/protocol.h"
 #include "dispatch/dispatcher.h"
 #include "joader.pb.h"
@@ -126,8 +127,8 @@ class Engine {
   std::vector<v1::DatasetInfo> list_datasets();
   void remove_dataset(const std::string& name);
   v1::StatusReply status();
-  bool stopping() {
-    std::lock_guard lk(mu_);
+  bool stopping() JOADER_EXCLUDES(mu_) {
+    MutexLock lk(mu_);
     return stopping_;
   }
 
@@ -173,72 +174,73 @@ class Engine {
 
   // Forms the rounds the dispatcher says are due; sleeps until the next one is, or an event.
   void dispatch_loop();
-  // Decides one round of `ready` jobs; false if the sampler decided nothing. mu_ held.
-  bool decide_round(Dataset& ds, const std::vector<JobSlot>& ready);
-  // The entry enters its job's window: a hit (pinned now), a load already under way, or a new
-  // load. mu_ held.
-  void start(Job& j, Entry& e);
-  // Moves planned entries into the job's window while it has room. mu_ held.
-  void fill_window(Job& j);
+  // Decides one round of `ready` jobs; false if the sampler decided nothing.
+  bool decide_round(Dataset& ds, const std::vector<JobSlot>& ready) JOADER_REQUIRES(mu_);
+  // The entry enters its job's window: a hit (pinned now), a load already under way, or a new load.
+  void start(Job& j, Entry& e) JOADER_REQUIRES(mu_);
+  // Moves planned entries into the job's window while it has room.
+  void fill_window(Job& j) JOADER_REQUIRES(mu_);
   double now() const;  // seconds since the engine started: the dispatcher's clock
   void loader_loop();
   // Arena blocks for an item of `size` bytes, which then is resident and pinned: store_->place(),
   // or, while it cannot, waiting for pins to be released (counted in space_waits) for at most 30 s.
-  // nullptr once shutting down or after 30 s. mu_ held through lk (released while waiting).
-  const Placement* claim(CacheKey key, uint64_t size, ImageSize shape, std::unique_lock<std::mutex>& lk);
-  // Drops a claimed item whose load failed or was abandoned, and wakes loaders waiting for room. mu_ held.
-  void discard(CacheKey key);
+  // nullptr once shutting down or after 30 s. lk holds mu_ (released while waiting).
+  const Placement* claim(CacheKey key, uint64_t size, ImageSize shape, MutexLock& lk) JOADER_REQUIRES(mu_);
+  // Drops a claimed item whose load failed or was abandoned, and wakes loaders waiting for room.
+  void discard(CacheKey key) JOADER_REQUIRES(mu_);
   // Copies an item's bytes into its blocks, in order. Without mu_ (the item is pinned).
   void copy_in(const std::vector<Extent>& extents, const std::vector<uint8_t>& bytes);
-  std::string no_room(const Dataset& ds, ItemId item, uint64_t rsize) const;  // the error of a claim that gave up
+  // The error of a claim that gave up.
+  std::string no_room(const Dataset& ds, ItemId item, uint64_t rsize) const JOADER_REQUIRES(mu_);
   // The load of `key` ended: its waiting entries become ready (loaded: the item is resident) or
-  // fail with `error` (skipped under on_error skip). mu_ held.
-  void finish_load(CacheKey key, bool loaded, const std::string& error);
-  bool batch_ready(Job& j, size_t* take);
-  Poll take_batch(Job& j, BatchOut* out);  // mu_ held
-  void wake(Job& j);                       // mu_ held: j's state changed
-  void release(Job& j);
-  void fail_job(Job& j, EngineError::Code code, const std::string& message);
-  std::shared_ptr<Job> find_job(JobId id);
-  v1::DatasetInfo info(const Dataset& ds) const;
-  // mu_ held. When options_.check_invariants: the item store's (cached items hold exactly their
+  // fail with `error` (skipped under on_error skip).
+  void finish_load(CacheKey key, bool loaded, const std::string& error) JOADER_REQUIRES(mu_);
+  bool batch_ready(Job& j, size_t* take) JOADER_REQUIRES(mu_);
+  Poll take_batch(Job& j, BatchOut* out) JOADER_REQUIRES(mu_);
+  void wake(Job& j) JOADER_REQUIRES(mu_);  // j's state changed
+  void release(Job& j) JOADER_REQUIRES(mu_);
+  void fail_job(Job& j, EngineError::Code code, const std::string& message) JOADER_REQUIRES(mu_);
+  std::shared_ptr<Job> find_job(JobId id) JOADER_REQUIRES(mu_);
+  v1::DatasetInfo info(const Dataset& ds) const JOADER_REQUIRES(mu_);
+  // When options_.check_invariants: the item store's (cached items hold exactly their
   // arena blocks), each job's decided items are what the dispatcher counts, the planned entries
   // are NextUses' planned uses, the reservations fit in the arena. Aborts naming `after` (the operation just done) when one does not hold.
-  void check_invariants(const char* after) const;
+  void check_invariants(const char* after) const JOADER_REQUIRES(mu_);
   // Own-size datasets: reads each item's header (outside the lock) and returns the largest stored
   // size in bytes; sets ds.smallest. Throws EngineError naming an item above kMaxStoredPixels.
-  uint64_t probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& progress);
-  // Checks a job's augmentation against its dataset; returns its description. mu_ held.
-  std::string check_augment(const v1::Register& req, const Dataset& ds) const;
-  void save_datasets() const;  // mu_ held
-  void reap_retired();         // mu_ held: frees removed datasets that no load refers to any more
+  uint64_t probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& progress) JOADER_EXCLUDES(mu_);
+  // Checks a job's augmentation against its dataset; returns its description.
+  std::string check_augment(const v1::Register& req, const Dataset& ds) const JOADER_REQUIRES(mu_);
+  void save_datasets() const JOADER_REQUIRES(mu_);
+  void reap_retired() JOADER_REQUIRES(mu_);  // frees removed datasets that no load refers to any more
 
   const EngineOptions options_;
   SharedArena arena_;
-  Dispatcher dispatcher_;             // pacing, rounds, reservations
-  std::unique_ptr<ItemStore> store_;  // cached items, their arena blocks and pins
-  NextUses next_uses_;                // the due times of planned entries (policy planned)
+  Mutex mu_;  // guards everything below that says so, and the Jobs and Datasets they hold
+  Dispatcher dispatcher_ JOADER_GUARDED_BY(mu_);             // pacing, rounds, reservations
+  std::unique_ptr<ItemStore> store_ JOADER_PT_GUARDED_BY(mu_);  // cached items, their arena blocks and pins
+  NextUses next_uses_ JOADER_GUARDED_BY(mu_);                // the due times of planned entries (policy planned)
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
-  std::mutex mu_;
   std::condition_variable loader_cv_;   // tasks_ non-empty or stopping_
   std::condition_variable space_cv_;    // pins were released
   std::condition_variable dispatch_cv_;
-  bool stopping_ = false;
-  std::map<std::string, std::unique_ptr<Dataset>> datasets_;
-  std::vector<Dataset*> dataset_by_index_;            // nullptr once removed
-  std::vector<std::unique_ptr<Dataset>> retired_;     // removed, still referenced by loads
-  std::map<JobId, std::shared_ptr<Job>> jobs_;
-  JobId next_job_id_ = 1;
-  std::unordered_map<CacheKey, Load> loads_;
-  std::deque<CacheKey> tasks_;
-  uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0;
+  bool stopping_ JOADER_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::unique_ptr<Dataset>> datasets_ JOADER_GUARDED_BY(mu_);
+  std::vector<Dataset*> dataset_by_index_ JOADER_GUARDED_BY(mu_);         // nullptr once removed
+  std::vector<std::unique_ptr<Dataset>> retired_ JOADER_GUARDED_BY(mu_);  // removed, still referenced by loads
+  std::map<JobId, std::shared_ptr<Job>> jobs_ JOADER_GUARDED_BY(mu_);
+  JobId next_job_id_ JOADER_GUARDED_BY(mu_) = 1;
+  std::unordered_map<CacheKey, Load> loads_ JOADER_GUARDED_BY(mu_);
+  std::deque<CacheKey> tasks_ JOADER_GUARDED_BY(mu_);
+  uint64_t n_loads_ JOADER_GUARDED_BY(mu_) = 0, n_deliveries_ JOADER_GUARDED_BY(mu_) = 0, n_hits_ JOADER_GUARDED_BY(mu_) = 0,
+           n_skipped_ JOADER_GUARDED_BY(mu_) = 0, n_space_waits_ JOADER_GUARDED_BY(mu_) = 0;
   // Seconds to read and prepare each load (kLoadBounds[i] is the upper bound of bucket i; one more
   // bucket for the rest).
   static constexpr double kLoadBounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
                                            0.1,    0.25,  0.5,   1,     2.5,  5,    10};
-  uint64_t load_counts_[std::size(kLoadBounds) + 1] = {};
-  double load_seconds_sum_ = 0;
+  uint64_t load_counts_[std::size(kLoadBounds) + 1] JOADER_GUARDED_BY(mu_) = {};
+  double load_seconds_sum_ JOADER_GUARDED_BY(mu_) = 0;
 
   std::thread dispatch_thread_;
   std::vector<std::thread> loaders_;

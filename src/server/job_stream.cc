@@ -26,7 +26,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
   // is one and no write is in flight.
   void pump() {
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       if (!registered_ || writing_ || end_sent_ || finished_) return;
       try {
         switch (engine_.poll_batch(id_, &batch_)) {
@@ -52,7 +52,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
   // The registration timeout passed.
   void expire(std::chrono::milliseconds timeout) {
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       if (registered_ || finished_) return;
     }
     char seconds[32];
@@ -69,7 +69,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
     bool registered_now = false;
     grpc::Status refusal;  // of the first message: not a Register, or one the Engine refused
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       if (finished_) return;
       if (registered_) {
         if (request_.has_ack()) {
@@ -105,8 +105,9 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
 
   void OnWriteDone(bool ok) override {
     bool finish = false, poll = false;
+    grpc::Status status;  // copied under the lock: Finish is called outside it
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       writing_ = false;
       if (!ok) {
         // The client is gone: end the job now; its pending read fails too, and finishes the call.
@@ -120,13 +121,14 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
         poll = true;
       }
       if (finish) finish = mark_finished();
+      status = end_status_;
     }
-    if (finish) Finish(end_status_);
+    if (finish) Finish(status);
     if (poll) pump();
   }
 
   void OnCancel() override {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     close_job();  // release its pins and reservation at once; the failed read finishes the call
   }
 
@@ -141,7 +143,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
     bool finish = false, poll = false;
     grpc::Status status;
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       read_closed_ = true;
       if (finished_) return;
       if (!registered_) {
@@ -164,27 +166,27 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
 
   void finish_now(const grpc::Status& status) {
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       if (!mark_finished()) return;
       close_job();
     }
     Finish(status);
   }
 
-  bool mark_finished() {  // mu_ held; true the first time
+  bool mark_finished() JOADER_REQUIRES(mu_) {  // true the first time
     if (finished_) return false;
     finished_ = true;
     return true;
   }
 
-  void close_job() {  // mu_ held
+  void close_job() JOADER_REQUIRES(mu_) {
     if (registered_ && !job_closed_) {
       job_closed_ = true;
       engine_.close_job(id_);
     }
   }
 
-  void queue_end(const grpc::Status& status) {  // mu_ held
+  void queue_end(const grpc::Status& status) JOADER_REQUIRES(mu_) {
     end_status_ = status;
     close_job();  // release pins and reservation now, not when the client half-closes
     reply_.Clear();
@@ -193,7 +195,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
     end_sent_ = true;
   }
 
-  void fill_batch() {  // mu_ held
+  void fill_batch() JOADER_REQUIRES(mu_) {
     reply_.Clear();
     v1::Batch* out = reply_.mutable_batch();
     const BatchOut& b = batch_;
@@ -216,14 +218,17 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
   const uint64_t key_;
   std::shared_ptr<JobStream> self_;
 
-  std::mutex mu_;
-  v1::JobRequest request_;  // the read in flight
-  v1::JobReply reply_;      // the write in flight
-  BatchOut batch_;
-  Engine::JobId id_ = 0;
-  bool registered_ = false, writing_ = false, end_sent_ = false, read_closed_ = false, write_failed_ = false;
-  bool job_closed_ = false, finished_ = false;
-  grpc::Status end_status_;
+  Mutex mu_;
+  // The read and the write in flight belong to gRPC while in flight, not to the lock.
+  v1::JobRequest request_;
+  v1::JobReply reply_;
+  BatchOut batch_ JOADER_GUARDED_BY(mu_);
+  Engine::JobId id_ JOADER_GUARDED_BY(mu_) = 0;
+  bool registered_ JOADER_GUARDED_BY(mu_) = false, writing_ JOADER_GUARDED_BY(mu_) = false,
+       end_sent_ JOADER_GUARDED_BY(mu_) = false, read_closed_ JOADER_GUARDED_BY(mu_) = false,
+       write_failed_ JOADER_GUARDED_BY(mu_) = false, job_closed_ JOADER_GUARDED_BY(mu_) = false,
+       finished_ JOADER_GUARDED_BY(mu_) = false;
+  grpc::Status end_status_ JOADER_GUARDED_BY(mu_);
 };
 
 JobStreams::JobStreams(Engine& engine, std::chrono::milliseconds register_timeout)
@@ -231,7 +236,7 @@ JobStreams::JobStreams(Engine& engine, std::chrono::milliseconds register_timeou
 
 JobStreams::~JobStreams() {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -242,7 +247,7 @@ grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* JobStreams::open(const gr
   uint64_t key;
   std::shared_ptr<JobStream> stream;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     key = next_key_++;
     stream = std::make_shared<JobStream>(*this, key);
     streams_[key] = stream;
@@ -255,7 +260,7 @@ grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* JobStreams::open(const gr
 
 void JobStreams::poke(uint64_t key) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (!queued_.insert(key).second) return;
     queue_.push_back(key);
   }
@@ -263,13 +268,13 @@ void JobStreams::poke(uint64_t key) {
 }
 
 void JobStreams::forget(uint64_t key) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   streams_.erase(key);
 }
 
 void JobStreams::run() {
   std::vector<std::shared_ptr<JobStream>> to_poll, to_expire;
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   for (;;) {
     if (stopping_) return;
     const auto now = Clock::now();
@@ -284,9 +289,9 @@ void JobStreams::run() {
     queued_.clear();
     if (to_poll.empty() && to_expire.empty()) {
       if (register_deadlines_.empty()) {
-        cv_.wait(lk);
+        cv_.wait(lk.native());
       } else {
-        cv_.wait_until(lk, register_deadlines_.begin()->first);
+        cv_.wait_until(lk.native(), register_deadlines_.begin()->first);
       }
       continue;
     }

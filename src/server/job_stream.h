@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "joader.grpc.pb.h"
+#include "common/mutex.h"
 #include "server/engine.h"
 
 namespace joader {
@@ -63,14 +64,14 @@ class JobStreams {
 
   Engine& engine_;
   const std::chrono::milliseconds register_timeout_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  uint64_t next_key_ = 1;
-  std::unordered_map<uint64_t, std::shared_ptr<JobStream>> streams_;
-  std::vector<uint64_t> queue_;                     // streams to poll, each once
-  std::unordered_set<uint64_t> queued_;
-  std::multimap<Clock::time_point, uint64_t> register_deadlines_;
+  bool stopping_ JOADER_GUARDED_BY(mu_) = false;
+  uint64_t next_key_ JOADER_GUARDED_BY(mu_) = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<JobStream>> streams_ JOADER_GUARDED_BY(mu_);
+  std::vector<uint64_t> queue_ JOADER_GUARDED_BY(mu_);  // streams to poll, each once
+  std::unordered_set<uint64_t> queued_ JOADER_GUARDED_BY(mu_);
+  std::multimap<Clock::time_point, uint64_t> register_deadlines_ JOADER_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

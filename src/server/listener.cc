@@ -127,7 +127,7 @@ void UnixListener::accept_loop(grpc::Server* server) {
     }
     {
       // Descriptor numbers are reused only after gRPC closed the previous connection on it.
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       refusals_[conn] = refusal;
     }
     grpc::AddInsecureChannelFromFd(server, conn);  // gRPC owns and closes conn from now on
@@ -142,7 +142,7 @@ std::string UnixListener::refusal(const std::string& grpc_peer) const {
     const char* end = grpc_peer.data() + grpc_peer.size();
     if (auto [p, ec] = std::from_chars(begin, end, fd); ec != std::errc() || p != end) fd = -1;
   }
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   const auto it = refusals_.find(fd);
   if (it == refusals_.end()) return "the daemon does not know this connection (" + grpc_peer + "): refused";
   return it->second;

@@ -8,10 +8,11 @@
 #include <sys/types.h>
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "common/mutex.h"
 
 namespace grpc {
 class Server;
@@ -65,8 +66,8 @@ class UnixListener {
   AccessPolicy policy_;
   int fd_ = -1;
   std::thread thread_;
-  mutable std::mutex mu_;
-  std::map<int, std::string> refusals_;  // by connection fd, set at accept
+  mutable Mutex mu_;
+  std::map<int, std::string> refusals_ JOADER_GUARDED_BY(mu_);  // by connection fd, set at accept
 };
 
 }  // namespace joader
