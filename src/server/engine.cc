@@ -59,6 +59,15 @@ struct Engine::Dataset {
   bool skip_bad_items() const { return spec.on_error() == "skip"; }
 };
 
+// "item N (path)", as errors about an item name it.
+std::string Engine::item_name(const Dataset& ds, ItemId item) {
+  return "item " + std::to_string(item) + " (" + ds.source->item(item).path + ")";
+}
+
+std::string Engine::item_error(const Dataset& ds, ItemId item, const std::string& what) {
+  return item_name(ds, item) + ": " + what;
+}
+
 struct Engine::Job {
   JobId id;
   std::string name;
@@ -199,7 +208,7 @@ uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t
     const uint64_t pixels = uint64_t{stored.width} * stored.height;
     if (pixels > kMaxStoredPixels) {
       throw EngineError(EngineError::kInvalidArgument,
-                        "item " + std::to_string(i) + " (" + ds.source->item(i).path + ") would be stored at " +
+                        item_name(ds, i) + " would be stored at " +
                             std::to_string(stored.width) + "×" + std::to_string(stored.height) +
                             " pixels, more than the limit of " + std::to_string(kMaxStoredPixels) +
                             " for images stored at their own size: give the dataset a resize");
@@ -676,11 +685,10 @@ void Engine::loader_loop() {
         shape = prepare(ds->prep, raw, prepared);
         if (claimed) copy_in(claimed->extents, prepared);  // split between blocks: pinned, so no lock needed
       }
-    } catch (const std::exception& e) {
-      error = e.what();
-      if (error.rfind("item ", 0) != 0) {
-        error = "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): " + error;
-      }
+    } catch (const SourceError& e) {
+      error = e.names_item() ? e.what() : item_error(*ds, item, e.what());
+    } catch (const std::exception& e) {  // PrepError: a file that does not decode
+      error = item_error(*ds, item, e.what());
     }
     const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
     lk.lock();
@@ -707,9 +715,9 @@ void Engine::loader_loop() {
     const uint64_t size = prepared.size();
     const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
     if (error.empty() && rsize > ds->item_bytes) {  // the reservations would not cover it
-      error = "item " + std::to_string(item) + " (" + ds->source->item(item).path + "): prepared size " +
-              std::to_string(size) + " bytes is more than the " + std::to_string(ds->item_bytes) +
-              " bytes reserved per item of this dataset (did the file grow after indexing?)";
+      error = item_error(*ds, item, "prepared size " + std::to_string(size) + " bytes is more than the " +
+                                        std::to_string(ds->item_bytes) +
+                                        " bytes reserved per item of this dataset (did the file grow after indexing?)");
     }
     if (!error.empty()) {
       finish_load(key, false, error);
@@ -779,10 +787,11 @@ void Engine::copy_in(const std::vector<Extent>& extents, const std::vector<uint8
 }
 
 std::string Engine::no_room(const Dataset& ds, ItemId item, uint64_t rsize) const {
-  return "item " + std::to_string(item) + " (" + ds.source->item(item).path + "): no room for its " +
-         std::to_string(rsize) + " bytes in the cache for 30 s: " + std::to_string(store_->pinned_bytes()) + " of " +
-         std::to_string(store_->capacity()) +
-         " bytes are held by items that jobs have not acknowledged (start the daemon with a larger --cache-size)";
+  return item_error(ds, item,
+                    "no room for its " + std::to_string(rsize) + " bytes in the cache for 30 s: " +
+                        std::to_string(store_->pinned_bytes()) + " of " + std::to_string(store_->capacity()) +
+                        " bytes are held by items that jobs have not acknowledged (start the daemon with a larger "
+                        "--cache-size)");
 }
 
 void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {

@@ -202,6 +202,8 @@ class Engine {
   void fail_job(Job& j, EngineError::Code code, const std::string& message) JOADER_REQUIRES(mu_);
   std::shared_ptr<Job> find_job(JobId id) JOADER_REQUIRES(mu_);
   v1::DatasetInfo info(const Dataset& ds) const JOADER_REQUIRES(mu_);
+  static std::string item_name(const Dataset& ds, ItemId item);                           // "item N (path)"
+  static std::string item_error(const Dataset& ds, ItemId item, const std::string& what);  // "item N (path): what"
   // When options_.check_invariants: the item store's (cached items hold exactly their
   // arena blocks), each job's decided items are what the dispatcher counts, the planned entries
   // are NextUses' planned uses, the reservations fit in the arena. Aborts naming `after` (the operation just done) when one does not hold.

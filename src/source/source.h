@@ -38,10 +38,17 @@ struct ItemMeta {
 };
 
 // A source that cannot be opened or an item that cannot be read. The message is one line meant for
-// the user, naming the source or the item.
+// the user, naming the source, or the item when names_item() (then it starts "item N (path): ",
+// and callers add nothing).
 class SourceError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  enum Subject { kSource, kItem };
+  explicit SourceError(const std::string& message, Subject subject = kSource)
+      : std::runtime_error(message), subject_(subject) {}
+  bool names_item() const { return subject_ == kItem; }
+
+ private:
+  Subject subject_;
 };
 
 class Source {

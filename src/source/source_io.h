@@ -169,7 +169,8 @@ class IndexedSource : public Source {
   const ItemMeta& item(uint32_t id) const override {
     if (id >= items_.size())
       throw SourceError("item " + std::to_string(id) + " out of range: " + spec_ + " has " +
-                        std::to_string(items_.size()) + " items");
+                            std::to_string(items_.size()) + " items",
+                        SourceError::kItem);
     return items_[id];
   }
   const std::vector<std::string>& classes() const override { return classes_; }
@@ -181,7 +182,7 @@ class IndexedSource : public Source {
 
  protected:
   [[noreturn]] void fail_read(uint32_t id, const std::string& what) const {
-    throw SourceError("item " + std::to_string(id) + " (" + items_[id].path + "): " + what);
+    throw SourceError("item " + std::to_string(id) + " (" + items_[id].path + "): " + what, SourceError::kItem);
   }
 
   std::string spec_;
