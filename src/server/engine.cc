@@ -6,14 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <numeric>
 #include <optional>
 #include <random>
 
-#include <nlohmann/json.hpp>
 
 #include "common/source_spec.h"
+#include "server/dataset_state.h"
 #include "prep/augment.h"
 
 namespace joader {
@@ -341,48 +340,26 @@ void Engine::check_invariants(const char* after) const {
 
 void Engine::save_datasets() const {
   if (options_.state_path.empty()) return;
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& [name, ds] : datasets_) {
-    const v1::AddDatasetRequest& r = ds->spec;
-    list.push_back({{"name", r.name()}, {"source", r.source()}, {"raw", r.raw()}, {"resize", r.resize()},
-                    {"crop", r.crop()}, {"on_error", ds->skip_bad_items() ? "skip" : "fail"}});
-  }
-  // Written whole to a temporary file, then renamed: a crash leaves the old or the new list.
-  const std::string tmp = options_.state_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << nlohmann::json{{"version", 1}, {"datasets", list}}.dump(1) << "\n";
-    if (!out) return;
-  }
-  std::rename(tmp.c_str(), options_.state_path.c_str());
+  std::vector<v1::AddDatasetRequest> specs;
+  for (const auto& [name, ds] : datasets_) specs.push_back(ds->spec);
+  DatasetStateFile(options_.state_path).save(specs);
 }
 
 void Engine::restore_datasets(const std::function<void(const std::string&, const std::string&)>& on_error) {
   if (options_.state_path.empty()) return;
-  std::ifstream in(options_.state_path);
-  if (!in) return;  // nothing saved yet
-  nlohmann::json doc;
+  std::vector<v1::AddDatasetRequest> saved;
   try {
-    doc = nlohmann::json::parse(in);
-    for (const auto& d : doc.at("datasets")) {
-      v1::AddDatasetRequest req;
-      req.set_protocol_version(kProtocolVersion);
-      req.set_name(d.at("name").get<std::string>());
-      // A relative path was saved by daemons before relative paths were refused: it meant the
-      // daemon's working directory then, as it does now, and is saved back absolute.
-      req.set_source(absolute_source(d.at("source").get<std::string>()));
-      req.set_raw(d.at("raw").get<bool>());
-      req.set_resize(d.at("resize").get<uint32_t>());
-      req.set_crop(d.at("crop").get<uint32_t>());
-      req.set_on_error(d.at("on_error").get<std::string>());
-      try {
-        add_dataset(req, {});
-      } catch (const EngineError& e) {
-        on_error(req.name(), e.what());
-      }
+    saved = DatasetStateFile(options_.state_path).load();
+  } catch (const DatasetStateError& e) {
+    on_error("(all)", e.what());
+    return;
+  }
+  for (const v1::AddDatasetRequest& req : saved) {
+    try {
+      add_dataset(req, {});
+    } catch (const EngineError& e) {
+      on_error(req.name(), e.what());
     }
-  } catch (const nlohmann::json::exception& e) {
-    on_error("(all)", options_.state_path + " is not a valid dataset list: " + e.what());
   }
 }
 
