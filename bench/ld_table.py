@@ -46,12 +46,17 @@ def run(joader, path, sampler, policy, cache):
     return result["ld_ratio"], statistics.mean(spans)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def simulation_args(doc):
+    """The options of the scripts that run many simulations: --joader, --seeds, --jobs."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--joader", default="build/joader")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2, help="parallel simulations")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = simulation_args(__doc__)
 
     tmp = tempfile.mkdtemp(prefix="joader-ld-")
     tasks = {}

@@ -15,7 +15,6 @@
 
 Prints Markdown tables.
 """
-import argparse
 import concurrent.futures
 import copy
 import json
@@ -26,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ld_table import scenarios  # noqa: E402
+from ld_table import scenarios, simulation_args  # noqa: E402
 
 HORIZONS = [500, 1000, 2000, 4000, 8000]
 
@@ -71,11 +70,7 @@ def three_jittered(seed):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--joader", default="build/joader")
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--jobs", type=int, default=2, help="parallel simulations")
-    args = ap.parse_args()
+    args = simulation_args(__doc__)
     tmp = tempfile.mkdtemp(prefix="joader-plans-")
     seeds = range(1, args.seeds + 1)
     futures = {}
