@@ -1,0 +1,151 @@
+// What the daemon's loader threads do per item, isolated from everything else the daemon does:
+// prepare a JPEG (decode where the window reads, Resize(256), CenterCrop(224)) and put the 150 KB
+// crop into the shared-memory arena, on 1, 2 and 4 threads of a 2-core machine. It answers the
+// question docs/BENCHMARKS.md left open ("memory-bound work runs 15-35x slower inside the e2e
+// window"): do the loaders slow each other's arena writes down, and does oversubscribing the
+// cores (4 loader threads on 2) cost anything, when no client and no gRPC runs beside them?
+//
+//   build/arena_write_bench --benchmark_min_time=2 [DIR]     (DIR: an ImageFolder, default
+//                                                              build/e2e-data; the first 200 files)
+//
+// Counters, per item: prep_cpu_us and write_cpu_us (the thread's CPU time in each step, so a
+// thread that is descheduled mid-step does not count the wait), write_wall_us (the step's elapsed
+// time), and items/s over all threads (real time).
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "ipc/shared_arena.h"
+#include "prep/image_prep.h"
+
+namespace joader {
+namespace {
+
+std::string g_dir = "build/e2e-data";
+constexpr uint64_t kItem = 224 * 224 * 3;
+constexpr uint64_t kArenaBytes = uint64_t{512} << 20;
+constexpr uint64_t kSlots = kArenaBytes / kItem;
+const PrepSpec kEval{.raw = false, .resize = 256, .crop = 224};
+
+const std::vector<std::vector<uint8_t>>& files() {
+  static const std::vector<std::vector<uint8_t>> all = [] {
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(g_dir)) {
+      const auto ext = e.path().extension();
+      if (!e.is_regular_file() || (ext != ".jpg" && ext != ".jpeg")) continue;
+      std::ifstream f(e.path(), std::ios::binary);
+      out.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      if (out.size() == 200) break;
+    }
+    if (out.empty()) {
+      std::fprintf(stderr, "no .jpg/.jpeg under %s (run bench/e2e/run.py once, or pass a folder)\n", g_dir.c_str());
+      std::exit(2);
+    }
+    return out;
+  }();
+  return all;
+}
+
+// One arena for the whole run, every page written once before any benchmark (as the daemon's
+// populate thread does), so that no measurement pays first-touch faults.
+SharedArena& arena() {
+  static SharedArena* a = [] {
+    auto* made = new SharedArena(kArenaBytes);
+    std::memset(made->data(), 1, kArenaBytes);
+    return made;
+  }();
+  return *a;
+}
+std::atomic<uint64_t> g_next_slot{0};
+
+uint8_t* next_slot() { return arena().data() + (g_next_slot.fetch_add(1) % kSlots) * kItem; }
+
+double thread_cpu_us() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) / 1e3;
+}
+
+double wall_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void report(benchmark::State& state, double prep_cpu, double write_cpu, double write_wall) {
+  const double n = double(state.iterations());
+  state.counters["prep_cpu_us"] = benchmark::Counter(prep_cpu / n, benchmark::Counter::kAvgThreads);
+  state.counters["write_cpu_us"] = benchmark::Counter(write_cpu / n, benchmark::Counter::kAvgThreads);
+  state.counters["write_wall_us"] = benchmark::Counter(write_wall / n, benchmark::Counter::kAvgThreads);
+  state.SetItemsProcessed(state.iterations());
+}
+
+// The 150 KB copy alone, from a buffer the thread just wrote (hot in its cache).
+void BM_CopyIntoArena(benchmark::State& state) {
+  arena();
+  std::vector<uint8_t> item(kItem, 7);
+  double cpu = 0, wall = 0;
+  for (auto _ : state) {
+    item[state.iterations() % kItem] ^= 1;
+    const double c0 = thread_cpu_us(), w0 = wall_us();
+    std::memcpy(next_slot(), item.data(), kItem);
+    cpu += thread_cpu_us() - c0;
+    wall += wall_us() - w0;
+  }
+  report(state, 0, cpu, wall);
+}
+
+// The daemon's path before prepare_into: prepare into a thread-local buffer, then copy it in.
+void BM_PrepareThenCopy(benchmark::State& state) {
+  arena();
+  std::vector<uint8_t> out;
+  size_t i = size_t(state.thread_index()) * 37;
+  double prep = 0, cpu = 0, wall = 0;
+  for (auto _ : state) {
+    const double p0 = thread_cpu_us();
+    prepare(kEval, files()[i++ % files().size()], out);
+    const double c0 = thread_cpu_us(), w0 = wall_us();
+    std::memcpy(next_slot(), out.data(), kItem);
+    cpu += thread_cpu_us() - c0;
+    wall += wall_us() - w0;
+    prep += c0 - p0;
+  }
+  report(state, prep, cpu, wall);
+}
+
+// The daemon's path now: the resampler's last pass writes the crop straight into the arena.
+void BM_PrepareIntoArena(benchmark::State& state) {
+  arena();
+  size_t i = size_t(state.thread_index()) * 37;
+  double prep = 0;
+  for (auto _ : state) {
+    const double p0 = thread_cpu_us();
+    prepare_into(kEval, files()[i++ % files().size()], {next_slot(), kItem});
+    prep += thread_cpu_us() - p0;
+  }
+  report(state, prep, 0, 0);
+}
+
+BENCHMARK(BM_CopyIntoArena)->ThreadRange(1, 4)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrepareThenCopy)->ThreadRange(1, 4)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrepareIntoArena)->ThreadRange(1, 4)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace joader
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (argc > 1) joader::g_dir = argv[1];
+  joader::files();
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
