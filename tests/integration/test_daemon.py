@@ -82,7 +82,12 @@ def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workd
     # either sampler: the independent one (no coupling) is the control that shows the check can
     # fail. The simulator has no load time: a sanitizer build's daemon, whose loads are several
     # times slower, shares measurably less (DSA: 0.368–0.376 against 0.335 with the same clients),
-    # so there the bound is 0.06. Under `planned` the jobs also decide ids ahead of their loads.
+    # so there the bound is 0.06. Under `planned` the jobs also decide ids ahead of their loads,
+    # and slow loads cost plans far more (docs/BENCHMARKS.md, "When the daemon is the bottleneck":
+    # the ASan build's daemon gave 0.384 and 0.408-0.414 against the simulator's 0.342), so the
+    # planned case runs in the plain build only, where loads are as fast as the scenario assumes.
+    if policy == "planned" and os.environ.get("JOADER_SANITIZE"):
+        pytest.skip("planned shares less when loads are slow (a known gap); the simulator has no load time")
     runs = []
     for run in range(3):
         daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler, "--policy", policy))
