@@ -21,8 +21,10 @@
 // (borrowing up to one item), so that jobs of equal speed land in the same rounds whatever their
 // jitter.
 //
-// Plan. A job's queue holds up to its horizon of decided items: what it consumes at its pace
-// (below) in the plans' horizon, at least its window of `prefetch` batches and at most `max_plan`.
+// Plan. A job's queue holds up to its horizon of decided items: what it consumes in the plans'
+// horizon, at least its window of `prefetch` batches and at most `max_plan`. That count follows a
+// slower estimate of the job's rate than its pace (plan_smoothing) and moves only once off by more
+// than plan_hysteresis: a horizon that moves makes its job decide alone (see set_horizon).
 // The horizon is in seconds, the same for every job, so that jobs of different speeds decide, in
 // a shared round, items they consume at about the same moment: `fixed_horizon` if set, else the
 // time the jobs take to access `plan_span` cache-fulls of items (plan_span · (cache bytes − the
@@ -84,6 +86,11 @@ struct DispatcherOptions {
   uint64_t plan_cache = 0;
   double fixed_horizon = 0;
   double plan_settle = 0.1;  // seconds over which a job short of its horizon earns the shortfall
+  // A plan's length in items follows a slower rate estimate than credit does (weight of the
+  // newest sample), and moves only once off its target by more than plan_hysteresis: see
+  // set_horizon.
+  double plan_smoothing = 0.05;
+  double plan_hysteresis = 0.25;
 };
 
 class Dispatcher {
@@ -138,6 +145,8 @@ class Dispatcher {
   uint64_t capacity() const { return capacity_; }
   uint64_t queued(JobKey job) const { return jobs_.at(job).queued; }
   double rate(JobKey job) const { return jobs_.at(job).rate; }
+  // The slower estimate that the job's horizon follows (DispatcherOptions::plan_smoothing).
+  double plan_rate(JobKey job) const { return jobs_.at(job).plan_rate; }
   // The rate the job earns credit at: its own once measured, else its group's median (0 if none).
   double pace(JobKey job) const;
   // When the job should consume an item decided for it now (behind its whole queue), at its pace.
@@ -154,6 +163,8 @@ class Dispatcher {
     bool stopped = false;
     uint64_t queued = 0;
     double credit = 0, rate = 0;
+    double plan_rate = 0;  // the slower estimate its horizon follows (plan_smoothing)
+    uint64_t plan_samples = 0;
     uint64_t horizon = 0;  // items: at least the window; set as the job's pace changes
     double pace = 0;       // the rate it earns credit at (rate, or its group's median)
     uint64_t acked_in_window = 0;
@@ -167,7 +178,8 @@ class Dispatcher {
   // its horizon when it has a plan.
   static uint64_t catch_up_of(const Job& j);
   static bool is_filling(const Job& j);     // catching up on its plan (beyond one batch)
-  static double plan_time(const Job& j);    // seconds its queue lasts at its pace
+  static double plan_pace(const Job& j);    // the rate its horizon follows (plan_rate, or pace)
+  static double plan_time(const Job& j);    // seconds its queue lasts at that rate
   double earning(const Job& j, double pace) const;  // credit per second
   uint64_t reservation(const Job& j) const;
   void set_queued(Job& j, uint64_t queued);
@@ -176,6 +188,7 @@ class Dispatcher {
   bool may_form_rounds(double now) const;
   double next_credit_due(double now) const;  // next_due, the round interval aside
   double horizon_seconds() const;             // the plans' horizon now (0: no plans)
+  void set_horizon(Job& j, uint64_t target) const;  // j's horizon (items) towards target
   double median_rate(uint32_t group) const;
 
   const DispatcherOptions options_;
