@@ -5,13 +5,20 @@
 // window"): do the loaders slow each other's arena writes down, and does oversubscribing the
 // cores (4 loader threads on 2) cost anything, when no client and no gRPC runs beside them?
 //
-//   build/arena_write_bench --benchmark_min_time=2 [DIR]     (DIR: an ImageFolder, default
-//                                                              build/e2e-data; the first 200 files)
+//   build/arena_write_bench --benchmark_min_time=2 [DIR] [--reader]
+//       DIR: an ImageFolder, default build/e2e-data (the first 200 files). --reader: a child
+//       process gathers arena items into a batch (hwc_to_chw, as the Python binding does) round
+//       and round while the benchmarks run, as a job beside the loaders would; its gathers per
+//       second are printed at the end.
 //
 // Counters, per item: prep_cpu_us and write_cpu_us (the thread's CPU time in each step, so a
 // thread that is descheduled mid-step does not count the wait), write_wall_us (the step's elapsed
 // time), and items/s over all threads (real time).
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,10 +29,13 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <new>
+#include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "client/layout.h"
 #include "ipc/shared_arena.h"
 #include "prep/image_prep.h"
 
@@ -139,13 +149,57 @@ BENCHMARK(BM_CopyIntoArena)->ThreadRange(1, 4)->UseRealTime()->Unit(benchmark::k
 BENCHMARK(BM_PrepareThenCopy)->ThreadRange(1, 4)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrepareIntoArena)->ThreadRange(1, 4)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// The job beside the loaders (--reader): a child process that shares the arena's mapping and
+// gathers one item after the other into a 64-item batch, counting its gathers in shared memory.
+struct Reader {
+  pid_t pid = -1;
+  std::atomic<uint64_t>* gathers = nullptr;
+  std::chrono::steady_clock::time_point start;
+};
+
+Reader start_reader() {
+  Reader r;
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) std::exit(2);
+  r.gathers = new (page) std::atomic<uint64_t>(0);
+  const uint8_t* items = arena().data();
+  r.pid = fork();
+  if (r.pid == 0) {
+    std::vector<uint8_t> batch(64 * kItem);
+    for (uint64_t i = 0;; ++i) {
+      hwc_to_chw(items + (i % kSlots) * kItem, 224 * 224, batch.data() + (i % 64) * kItem);
+      r.gathers->fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  r.start = std::chrono::steady_clock::now();
+  return r;
+}
+
+void stop_reader(const Reader& r) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
+  kill(r.pid, SIGKILL);
+  waitpid(r.pid, nullptr, 0);
+  std::printf("reader: %.0f gathers/s of 224x224x3 items (%.1f us each) while the benchmarks ran\n",
+              double(r.gathers->load()) / seconds, 1e6 * seconds / double(r.gathers->load()));
+}
+
 }  // namespace
 }  // namespace joader
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  if (argc > 1) joader::g_dir = argv[1];
+  bool reader = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--reader") {
+      reader = true;
+    } else {
+      joader::g_dir = argv[i];
+    }
+  }
   joader::files();
+  joader::Reader r;
+  if (reader) r = joader::start_reader();
   benchmark::RunSpecifiedBenchmarks();
+  if (reader) joader::stop_reader(r);
   return 0;
 }

@@ -159,7 +159,7 @@ void Dispatcher::set_horizon(Job& j, uint64_t target) const {
   // queues are at their horizons, so those items are decided for one job alone and not shared.
   // When jobs wait for loads their acknowledgements come in bursts and the 0.2 s rate samples
   // swing (in the ASan daemon, three jobs faster than two loaders: L/D 0.46-0.54 with horizons
-  // following every estimate, 0.37-0.40 following the slower one beyond a 25 % band; RefCnt 0.33).
+  // following every estimate, 0.39-0.40 following the slower one beyond a 25 % band; RefCnt 0.33).
   // So the horizon follows plan_rate: at once while that is still the mean of its first samples
   // (each moves it less than the one before), then only once off by more than plan_hysteresis.
   // A plan starting or ending, and a plan longer than the job's bound, take effect at once.
