@@ -6,7 +6,7 @@
 // cores (4 loader threads on 2) cost anything, when no client and no gRPC runs beside them?
 //
 //   build/arena_write_bench --benchmark_min_time=2 [DIR] [--reader]
-//       DIR: an ImageFolder, default build/e2e-data (the first 200 files). --reader: a child
+//       DIR: an ImageFolder, default build/e2e-data (the first 200 images). --reader: a child
 //       process gathers arena items into a batch (hwc_to_chw, as the Python binding does) round
 //       and round while the benchmarks run, as a job beside the loaders would; its gathers per
 //       second are printed at the end.
@@ -37,6 +37,7 @@
 
 #include "client/layout.h"
 #include "ipc/shared_arena.h"
+#include "image_files.h"
 #include "prep/image_prep.h"
 
 namespace joader {
@@ -49,21 +50,7 @@ constexpr uint64_t kSlots = kArenaBytes / kItem;
 const PrepSpec kEval{.raw = false, .resize = 256, .crop = 224};
 
 const std::vector<std::vector<uint8_t>>& files() {
-  static const std::vector<std::vector<uint8_t>> all = [] {
-    std::vector<std::vector<uint8_t>> out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(g_dir)) {
-      const auto ext = e.path().extension();
-      if (!e.is_regular_file() || (ext != ".jpg" && ext != ".jpeg")) continue;
-      std::ifstream f(e.path(), std::ios::binary);
-      out.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-      if (out.size() == 200) break;
-    }
-    if (out.empty()) {
-      std::fprintf(stderr, "no .jpg/.jpeg under %s (run bench/e2e/run.py once, or pass a folder)\n", g_dir.c_str());
-      std::exit(2);
-    }
-    return out;
-  }();
+  static const std::vector<std::vector<uint8_t>> all = read_image_files(g_dir);
   return all;
 }
 

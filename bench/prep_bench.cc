@@ -19,6 +19,7 @@
 
 #include "client/layout.h"
 #include "prep/augment.h"
+#include "image_files.h"
 #include "prep/image_prep.h"
 
 namespace joader {
@@ -27,21 +28,7 @@ namespace {
 std::string g_dir = "build/e2e-data";
 
 const std::vector<std::vector<uint8_t>>& files() {
-  static const std::vector<std::vector<uint8_t>> all = [] {
-    std::vector<std::vector<uint8_t>> out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(g_dir)) {
-      const auto ext = e.path().extension();
-      if (!e.is_regular_file() || (ext != ".jpg" && ext != ".jpeg" && ext != ".png")) continue;
-      std::ifstream f(e.path(), std::ios::binary);
-      out.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-      if (out.size() == 200) break;
-    }
-    if (out.empty()) {
-      std::fprintf(stderr, "no .jpg/.jpeg/.png under %s (run bench/e2e/run.py once, or pass a folder)\n", g_dir.c_str());
-      std::exit(2);
-    }
-    return out;
-  }();
+  static const std::vector<std::vector<uint8_t>> all = read_image_files(g_dir);
   return all;
 }
 

@@ -53,29 +53,38 @@ struct Driver {
   void run(double from, double to, double dt = 1e-4) {
     for (double t = from; t < to; t += dt) step(t);
   }
+  // n jobs of dataset 0 (slots and keys 0..n-1, batches of 16), each acknowledging a batch every
+  // period ± jitter seconds.
+  void add_equal_jobs(JobSlot n, double period, double jitter) {
+    for (JobSlot s = 0; s < n; ++s) {
+      d.add_job(s, config(s), 0.0);
+      key_of[s] = s;
+      consumers.emplace_back(Key(s), 16, period, jitter);
+    }
+  }
+  // The share of the items decided in the recorded rounds that were decided in rounds of n jobs.
+  double share_in_rounds_of(size_t n) const {
+    size_t together = 0, items = 0;
+    for (const auto& r : rounds) {
+      items += r.size();
+      together += r.size() == n ? n : 0;
+    }
+    return double(together) / double(items);
+  }
 };
 
 TEST(Dispatcher, EqualSpeedJobsWithJitterLandInTheSameRounds) {
   Dispatcher d(UINT64_MAX, 0.0);
   Driver drv(d);
-  for (JobSlot s = 0; s < 3; ++s) {
-    d.add_job(s, config(s), 0.0);
-    drv.key_of[s] = s;
-    drv.consumers.emplace_back(Key(s), 16, 0.004, 0.002);
-  }
+  drv.add_equal_jobs(3, 0.004, 0.002);
   drv.run(0.0, 0.5);  // warm-up: rates measured
   drv.rounds.clear();
   drv.run(0.5, 3.0);
-  size_t together = 0, items = 0;
-  for (const auto& r : drv.rounds) {
-    items += r.size();
-    together += r.size() == 3 ? 3 : 0;
-  }
   // All three jobs consume 4000 items/s with ±50 % jitter per batch, their queues mostly full:
   // still, most items are decided in rounds of all three (92 % measured; before a full queue
   // stopped banking a batch of credit, 57 %).
   ASSERT_GT(drv.rounds.size(), 1000u);
-  EXPECT_GT(double(together) / double(items), 0.85) << together << " of " << items << " items";
+  EXPECT_GT(drv.share_in_rounds_of(3), 0.85);
   for (Key k = 0; k < 3; ++k) EXPECT_NEAR(d.rate(k), 4000, 400) << "job " << k;
 }
 
@@ -255,11 +264,7 @@ std::pair<double, double> plan_spread(double settle) {
   o.plan_settle = settle;
   Dispatcher d(UINT64_MAX, 0.0, o);
   Driver drv(d);
-  for (JobSlot s = 0; s < 3; ++s) {
-    d.add_job(s, config(s), 0.0);
-    drv.key_of[s] = s;
-    drv.consumers.emplace_back(Key(s), 16, 0.012, 0.004);
-  }
+  drv.add_equal_jobs(3, 0.012, 0.004);
   drv.run(0.0, 1.0);
   drv.rounds.clear();
   double spread = 0;
@@ -269,12 +274,7 @@ std::pair<double, double> plan_spread(double settle) {
     const auto [lo, hi] = std::minmax({d.queued(0), d.queued(1), d.queued(2)});
     spread += double(hi - lo);
   }
-  size_t together = 0, items = 0;
-  for (const auto& r : drv.rounds) {
-    items += r.size();
-    together += r.size() == 3 ? 3 : 0;
-  }
-  return {spread / samples, double(together) / double(items)};
+  return {spread / samples, drv.share_in_rounds_of(3)};
 }
 
 TEST(Dispatcher, PlansOfEqualJitteredJobsArePulledToTheirHorizonAndTheJobsStillShareRounds) {
@@ -295,20 +295,11 @@ TEST(Dispatcher, PlansOfEqualJitteredJobsArePulledToTheirHorizonAndTheJobsStillS
 double share_decided_together(const DispatcherOptions& o) {
   Dispatcher d(UINT64_MAX, 0.0, o);
   Driver drv(d);
-  for (JobSlot s = 0; s < 3; ++s) {
-    d.add_job(s, config(s), 0.0);
-    drv.key_of[s] = s;
-    drv.consumers.emplace_back(Key(s), 16, 0.024, 0.024);
-  }
+  drv.add_equal_jobs(3, 0.024, 0.024);
   drv.run(0.0, 1.0);
   drv.rounds.clear();
   drv.run(1.0, 5.0);
-  size_t together = 0, items = 0;
-  for (const auto& r : drv.rounds) {
-    items += r.size();
-    together += r.size() == 3 ? 3 : 0;
-  }
-  return double(together) / double(items);
+  return drv.share_in_rounds_of(3);
 }
 
 TEST(Dispatcher, NoisyRateEstimatesDoNotMoveThePlansApart) {
