@@ -10,9 +10,6 @@
 #include <algorithm>
 #include <cstring>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include <benchmark/benchmark.h>

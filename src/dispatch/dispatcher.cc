@@ -141,8 +141,7 @@ void Dispatcher::advance(double now) {
       Job& j = jobs_.at(key);
       const double rate = j.rate > 0 ? j.rate : median;
       j.pace = rate;
-      const double plan_rate = j.plan_rate > 0 ? j.plan_rate : rate;
-      set_horizon(j, std::max(window_of(j), static_cast<uint64_t>(std::ceil(plan_rate * horizon))));
+      set_horizon(j, std::max(window_of(j), static_cast<uint64_t>(std::ceil(plan_pace(j) * horizon))));
       // Credit is banked up to one batch, or one round interval's worth plus an item for a job
       // faster than a batch per interval. A full queue waits for its consumer, not for supply: it
       // banks at most the item that puts it in the next round once there is room, not a burst of
