@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 # Debian packages the build and tests need.
 PACKAGES := build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev \
             libgtest-dev libgmock-dev libbenchmark-dev python3 \
-            libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev liblmdb-dev \
+            libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libtiff-dev libgif-dev liblmdb-dev \
             libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
             pybind11-dev python3-dev python3-pytest python3-numpy python3-torch python3-torchvision \
             python3-matplotlib python3-scipy python3-prometheus-client clang libclang-rt-14-dev \

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "common/simd_clones.h"
+#include "prep/image_formats.h"
 #include "prep/pil_cmyk.h"
 
 namespace joader {
@@ -242,6 +243,10 @@ std::string hex_prefix(std::span<const uint8_t> data) {
     out += byte;
   }
   return out;
+}
+
+std::string not_an_image(std::span<const uint8_t> data) {
+  return "not a JPEG, PNG, WEBP, TIFF, BMP, PPM or GIF image (starts with " + hex_prefix(data) + ")";
 }
 
 
@@ -503,8 +508,10 @@ ImageSize probe_image(std::span<const uint8_t> prefix, uint64_t max_pixels) {
     if (std::memcmp(prefix.data() + 12, "IHDR", 4) != 0) throw PrepError("corrupt or truncated PNG: no IHDR chunk");
     size = {be32(16), be32(20)};
     if (size.width == 0 || size.height == 0) throw PrepError("corrupt or truncated PNG: image has no pixels");
+  } else if (const ImageFormat format = sniff_format(prefix); format != ImageFormat::kUnknown) {
+    return probe_other_format(format, prefix, max_pixels);
   } else {
-    throw PrepError("not a JPEG or PNG image (starts with " + hex_prefix(prefix) + ")");
+    throw PrepError(not_an_image(prefix));
   }
   if (uint64_t{size.width} * size.height > max_pixels) throw_too_large(size.width, size.height, max_pixels);
   return size;
@@ -528,7 +535,10 @@ void decode_into(std::span<const uint8_t> encoded, uint64_t max_pixels, Image& i
   if (is_jpeg(encoded)) return decode_jpeg(encoded, max_pixels, img);
   if (encoded.size() >= sizeof kPngMagic && std::memcmp(encoded.data(), kPngMagic, sizeof kPngMagic) == 0)
     return decode_png(encoded, max_pixels, img);
-  throw PrepError("not a JPEG or PNG image (starts with " + hex_prefix(encoded) + ")");
+  if (const ImageFormat format = sniff_format(encoded); format != ImageFormat::kUnknown) {
+    return decode_other_format(format, encoded, max_pixels, img);
+  }
+  throw PrepError(not_an_image(encoded));
 }
 
 }  // namespace

@@ -48,9 +48,9 @@ struct ImageSize {
   bool operator==(const ImageSize&) const = default;
 };
 
-// Reads the size of a JPEG or PNG from the first bytes of its file (the JPEG frame header may lie
+// Reads the size of an image (JPEG, PNG, or a format of prep/image_formats.h) from the first bytes of its file (the JPEG frame header may lie
 // after large APP segments). Returns {0, 0} when `prefix` ends before the size: call again with
-// the whole file. Throws PrepError as decode_image does for what is not a JPEG or PNG, a corrupt
+// the whole file. Throws PrepError as decode_image does for what is not an image, a corrupt
 // header, or a declared size above max_pixels.
 ImageSize probe_image(std::span<const uint8_t> prefix, uint64_t max_pixels);
 
@@ -63,7 +63,8 @@ struct Image {
   std::vector<uint8_t> rgb;  // height rows of width RGB pixels, no padding
 };
 
-// Decodes a JPEG or PNG (recognised by its magic bytes, as PIL does) to 8-bit RGB, converting
+// Decodes a JPEG or PNG (recognised by its magic bytes, as PIL does; WEBP, TIFF, BMP, PPM/PGM and
+// GIF as prep/image_formats.h says) to 8-bit RGB, converting
 // colour the way PIL's convert('RGB') does:
 //   - grayscale → R = G = B;
 //   - CMYK and YCCK JPEG: PIL reads every 4-component JPEG as Adobe-inverted CMYK and converts
@@ -74,8 +75,8 @@ struct Image {
 //     converts (via mode I;16) by clipping: min(v, 255);
 //   - gAMA/sRGB/iCCP chunks and EXIF orientation are ignored, as PIL's loader ignores them.
 // Checks the declared width*height against max_pixels from the header, before allocating.
-// Throws PrepError with a one-line reason: "empty file (0 bytes)", "not a JPEG or PNG image
-// (starts with 3c 68 74 6d)", "corrupt or truncated JPEG: <libjpeg message>", "corrupt or
+// Throws PrepError with a one-line reason: "empty file (0 bytes)", "not a JPEG, PNG, WEBP, TIFF,
+// BMP, PPM or GIF image (starts with 3c 68 74 6d)", "corrupt or truncated JPEG: <libjpeg message>", "corrupt or
 // truncated PNG: <libpng message>", "image declares 60000×60000 pixels, more than the limit of
 // 178956970". JPEG warnings are tolerated as PIL tolerates them (the image decodes), except
 // "Premature end of JPEG file", where PIL reports a truncated file.

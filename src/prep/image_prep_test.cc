@@ -185,8 +185,8 @@ TEST(DecodeImage, RejectsEmptyInput) { EXPECT_EQ(prep_error({}), "empty file (0 
 TEST(DecodeImage, RejectsWhatIsNeitherJpegNorPng) {
   const std::string html = "<html><body>404</body></html>";
   EXPECT_EQ(prep_error({reinterpret_cast<const uint8_t*>(html.data()), html.size()}),
-            "not a JPEG or PNG image (starts with 3c 68 74 6d)");
-  EXPECT_EQ(prep_error(Bytes{0x42, 0x4d}), "not a JPEG or PNG image (starts with 42 4d)");
+            "not a JPEG, PNG, WEBP, TIFF, BMP, PPM or GIF image (starts with 3c 68 74 6d)");
+  EXPECT_EQ(prep_error(Bytes{0x42, 0x4d}), "corrupt or truncated BMP: header cut short");
 }
 
 TEST(DecodeImage, RejectsATruncatedJpeg) {
