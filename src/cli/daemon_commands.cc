@@ -163,6 +163,10 @@ int run_dataset_add(const DatasetAddOptions& o) {
     if (tty) fmt::print(stderr, "\n");
     fmt::print("added dataset '{}': {} items, {} classes, {} ({})\n", info.name(), info.items(), info.classes_size(),
                info.prep(), info.source());
+    if (!info.formats().empty()) fmt::print("formats: {}\n", info.formats());
+    if (info.unreadable() != 0) {
+      fmt::print("{} files cannot be read as images and will be skipped (listed in the daemon's log)\n", info.unreadable());
+    }
     return 0;
   } catch (const std::exception& e) {
     print_error(e);

@@ -14,6 +14,8 @@ nlohmann::json to_json(const v1::DatasetInfo& d) {
           {"raw", d.raw()},
           {"on_error", d.on_error()},
           {"skipped", d.skipped()},
+          {"formats", d.formats()},
+          {"unreadable", d.unreadable()},
           {"active_jobs", d.active_jobs()}};
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 namespace joader {
 
@@ -16,8 +17,10 @@ void Dispatcher::add_job(JobKey key, const JobConfig& config, double now) {
   if (jobs_.count(key) != 0) throw std::invalid_argument("job added twice");
   Job& j = jobs_[key];
   j.config = config;
+  j.window_batches = config.prefetch;
   j.horizon = window_of(j);
   j.window_start = now;
+  j.last_ack = now;
   groups_[config.group][config.slot] = key;
 }
 
@@ -29,6 +32,7 @@ void Dispatcher::remove_job(JobKey key) {
   group.erase(it->second.config.slot);
   if (group.empty()) groups_.erase(it->second.config.group);
   jobs_.erase(it);
+  std::erase(window_changes_, key);
 }
 
 void Dispatcher::stop_job(JobKey key) { jobs_.at(key).stopped = true; }
@@ -48,7 +52,76 @@ void Dispatcher::decided(JobKey key, uint64_t items) {
 void Dispatcher::acknowledged(JobKey key, uint64_t items) {
   Job& j = jobs_.at(key);
   set_queued(j, j.queued - std::min(items, j.queued));
+  j.in_flight -= std::min(items, j.in_flight);
   j.acked_in_window += items;
+  j.last_ack = last_;
+  // Progress: room may come. A job starves (and is reported) only while nobody consumes.
+  for (auto& [other_key, other] : jobs_) {
+    if (other.starving_since != kNever) other.starving_since = last_;
+  }
+}
+
+void Dispatcher::delivered(JobKey key, uint64_t items) { jobs_.at(key).in_flight += items; }
+
+std::vector<Dispatcher::JobKey> Dispatcher::take_window_changes() { return std::exchange(window_changes_, {}); }
+
+std::vector<Dispatcher::JobKey> Dispatcher::starving() const {
+  std::vector<JobKey> out;
+  for (const auto& [key, j] : jobs_) {
+    if (j.starving_since != kNever && last_ - j.starving_since >= options_.starve_after) out.push_back(key);
+  }
+  return out;
+}
+
+uint32_t Dispatcher::held_batches(const Job& j) {
+  const uint64_t b = j.config.batch;
+  return static_cast<uint32_t>(std::clamp<uint64_t>((j.in_flight + b - 1) / b, 1, j.config.prefetch));
+}
+
+bool Dispatcher::is_starving(const Job& j) const {
+  return !j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0);
+}
+
+void Dispatcher::set_window(JobKey key, Job& j, uint32_t batches) {
+  if (batches == j.window_batches) return;
+  reserved_ -= reservation(j);
+  j.window_batches = batches;
+  reserved_ += reservation(j);
+  if (std::find(window_changes_.begin(), window_changes_.end(), key) == window_changes_.end()) {
+    window_changes_.push_back(key);
+  }
+}
+
+void Dispatcher::balance_windows(double now) {
+  bool any_starving = false;
+  for (auto& [key, s] : jobs_) {
+    if (!is_starving(s)) {
+      s.starving_since = kNever;
+      continue;
+    }
+    any_starving = true;
+    if (s.starving_since == kNever) s.starving_since = now;
+    std::vector<std::pair<JobKey, Job*>> idle;
+    for (auto& [other_key, k] : jobs_) {
+      if (&k != &s && now - k.last_ack >= options_.idle_after && k.window_batches > held_batches(k)) {
+        idle.emplace_back(other_key, &k);
+      }
+    }
+    std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a.second->last_ack < b.second->last_ack; });
+    for (auto [other_key, k] : idle) {
+      if (can_take(s, 0)) break;
+      set_window(other_key, *k, held_batches(*k));
+    }
+    if (can_take(s, 0)) s.starving_since = kNever;
+  }
+  if (any_starving) return;
+  for (auto& [key, j] : jobs_) {  // shrunk windows of jobs that consume again grow back as room allows
+    while (j.window_batches < j.config.prefetch && now - j.last_ack < options_.idle_after) {
+      const uint64_t more = batches_bytes(j, j.window_batches + 1) - batches_bytes(j, j.window_batches);
+      if (j.queued > window_of(j) && reserved_ + more > capacity_) break;
+      set_window(key, j, j.window_batches + 1);
+    }
+  }
 }
 
 void Dispatcher::dropped(JobKey key, uint64_t items) {
@@ -65,9 +138,19 @@ uint64_t Dispatcher::catch_up_of(const Job& j) {
   return j.horizon > window ? std::max<uint64_t>(j.config.batch, j.horizon - window) : j.config.batch;
 }
 
+uint64_t Dispatcher::batches_bytes(const Job& j, uint64_t batches) {
+  const std::vector<uint64_t>& w = j.config.window_bytes;
+  return w.empty() ? batches * j.config.batch * j.config.item_bytes : w[std::min<uint64_t>(batches, w.size() - 1)];
+}
+
 uint64_t Dispatcher::reservation(const Job& j) const {
   const uint64_t b = j.config.batch;
-  return (std::min(j.queued, window_of(j)) + b - 1) / b * b * j.config.item_bytes;
+  return batches_bytes(j, (std::min(j.queued, window_of(j)) + b - 1) / b);
+}
+
+uint64_t Dispatcher::next_batch_bytes(const Job& j) {
+  const uint64_t started = (j.queued + j.config.batch - 1) / j.config.batch;
+  return batches_bytes(j, started + 1) - batches_bytes(j, started);
 }
 
 void Dispatcher::set_queued(Job& j, uint64_t queued) {
@@ -82,7 +165,7 @@ bool Dispatcher::can_take(const Job& j, uint64_t admitted) const {
   // Starting a new batch of the window reserves a whole batch, on top of what is reserved and of
   // the batches that jobs admitted earlier in the same round are starting; plan items take none.
   return j.queued >= window_of(j) || j.queued % b != 0 ||
-         reserved_ + admitted + b * j.config.item_bytes <= capacity_;
+         reserved_ + admitted + next_batch_bytes(j) <= capacity_;
 }
 
 double Dispatcher::median_rate(uint32_t group) const {
@@ -214,6 +297,7 @@ bool Dispatcher::may_form_rounds(double now) const {
 
 std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
   advance(now);
+  balance_windows(now);
   if (!may_form_rounds(now)) return std::nullopt;
   std::vector<Job*> order;
   for (auto& [group, members] : groups_) {
@@ -242,13 +326,18 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
     round.group = group;
     bool due = false;
     uint64_t admitted = 0;
+    // A job short of a batch that finds no room for it goes first once there is: behind it, no job
+    // starts a new batch (a job of small batches would otherwise take every bit of room freed and
+    // starve a job of large ones).
+    bool blocked = false;
     for (const Job* j : order) {
+      const bool starts_batch = j->queued < window_of(*j) && j->queued % j->config.batch == 0;
+      if (blocked && starts_batch) continue;
+      if (!blocked && is_starving(*j)) blocked = true;
       if ((j->credit > 0 || is_due(*j)) && in_step(*j) && can_take(*j, admitted)) {
         round.slots.push_back(j->config.slot);
         due = due || is_due(*j);
-        if (j->queued < window_of(*j) && j->queued % j->config.batch == 0) {
-          admitted += uint64_t{j->config.batch} * j->config.item_bytes;
-        }
+        if (starts_batch) admitted += next_batch_bytes(*j);
       }
     }
     if (due) {
@@ -271,6 +360,15 @@ double Dispatcher::next_credit_due(double now) const {
     const double median = median_rate(group);
     for (const auto& [slot, key] : members) {
       const Job& j = jobs_.at(key);
+      if (j.starving_since != kNever) {
+        // Waiting for room: for an idle window to reclaim, or for the moment it is reported.
+        due = std::min(due, std::max(now, j.starving_since + options_.starve_after));
+        for (const auto& [other_key, k] : jobs_) {
+          if (&k != &j && k.window_batches > held_batches(k)) {
+            due = std::min(due, std::max(now, k.last_ack + options_.idle_after));
+          }
+        }
+      }
       if (!can_take(j, 0)) continue;  // stopped, full, or waiting for room: only an event helps
       if (is_due(j)) return now;
       const double rate = earning(j, j.rate > 0 ? j.rate : median);

@@ -39,12 +39,25 @@
 // credit like any job, so that jobs of equal speed keep sharing rounds at the plan's end.
 //
 // Memory. A job may take an item while its queue is below its horizon; the window's items are
-// reserved in whole batches of `item_bytes` (ceil(min(queue, window) / batch) · batch · item_bytes
-// per job); plan items reserve nothing.
+// reserved in whole batches: ceil(min(queue, window) / batch) batches, each batch · item_bytes, or
+// what the owner's window_bytes say that many batches take (items of different sizes: a bound
+// from the largest of the job's items, so that one huge image costs only itself); plan items
+// reserve nothing.
 // A job starts a batch only when that fits in `capacity` on top of every reservation *and* of the
 // batches that the jobs admitted before it in the same round are starting (checking each against
 // the start-of-round total once let two jobs share the last free batch; see docs/DAEMON.md). When
 // fewer new batches fit than jobs want, the jobs holding the fewest batches are admitted first.
+//
+// Idle jobs. A job whose queue is below one batch and that cannot start it for lack of room
+// starves. Then the windows of idle jobs (nothing acknowledged for idle_after seconds; a notebook's
+// open loaders), the longest idle first, shrink to the batches their consumers hold (delivered,
+// not acknowledged; at least one) until the starving job's batch fits; the owner unpins what left
+// a window (take_window_changes) and keeps it decided. A shrunk window grows back, a batch at a
+// time as room allows, once its job acknowledges again and nobody starves. A job short of a batch
+// that finds no room goes first: behind it no job starts a batch, so the room that consumers free
+// comes to it. A job that starves for starve_after seconds while nobody acknowledges anything
+// (nothing left to reclaim, no room coming) is reported by starving(), for the owner to fail with
+// an error that names the jobs holding the room.
 //
 // Waking: next_due() tells the owner when a round will next be due if nothing happens; only an
 // event (an acknowledgement, a job joining or leaving) can make one due earlier. An idle daemon,
@@ -91,6 +104,12 @@ struct DispatcherOptions {
   // set_horizon.
   double plan_smoothing = 0.05;
   double plan_hysteresis = 0.25;
+  // Idle jobs (see "Idle jobs" above): a job that has acknowledged nothing for idle_after seconds
+  // may give up its window down to what its consumer holds when another job starves for room; a
+  // job that starves starve_after seconds with nothing left to reclaim, while no job acknowledges
+  // anything, is reported by starving().
+  double idle_after = 1.0;
+  double starve_after = 10.0;
 };
 
 class Dispatcher {
@@ -103,9 +122,14 @@ class Dispatcher {
     JobSlot slot = 0;           // its slot in the group's sampler
     uint32_t batch = 1;         // items per batch (≥ 1)
     uint32_t prefetch = 4;      // batches loaded ahead: the job's window (≥ 1)
-    uint64_t item_bytes = 0;    // reserved per item of the window
+    uint64_t item_bytes = 0;    // reserved per item of the window (and its mean size, for plans)
     // The most items it decides ahead (one epoch: its subset's size); 0: no bound.
     uint64_t max_plan = 0;
+    // When items differ in size: window_bytes[k] is what k batches of the window reserve (k = 0 ..
+    // prefetch, non-decreasing; window_bytes[0] = 0): the owner's bound on the bytes of any k · batch
+    // of the job's items, e.g. the sum of the k · batch largest of its subset. Empty: k · batch ·
+    // item_bytes.
+    std::vector<uint64_t> window_bytes;
   };
   struct Round {
     uint32_t group = 0;
@@ -128,6 +152,18 @@ class Dispatcher {
   void acknowledged(JobKey job, uint64_t items);
   // `items` left the job's queue without being consumed (dropped, skipped).
   void dropped(JobKey job, uint64_t items);
+  // `items` of the job's queue were handed to its consumer; they stay in its window (pinned)
+  // until acknowledged.
+  void delivered(JobKey job, uint64_t items);
+
+  // The jobs whose window (window()) shrank or grew since the last call, once each: the owner
+  // unpins what left a window, or loads what entered it.
+  std::vector<JobKey> take_window_changes();
+  // Jobs that have starved for room (see "Idle jobs") for starve_after seconds with nothing left
+  // to reclaim, as of the last next_round().
+  std::vector<JobKey> starving() const;
+  // Seconds since the job last acknowledged a batch (or joined), as of the last next_round().
+  double idle_seconds(JobKey job) const { return last_ - jobs_.at(job).last_ack; }
 
   // Earns credit up to `now` (once per distinct `now`), then returns the next round that is due,
   // if any. Call it again after the sampler decided (and decided() was told) until it returns
@@ -169,11 +205,21 @@ class Dispatcher {
     double pace = 0;       // the rate it earns credit at (rate, or its group's median)
     uint64_t acked_in_window = 0;
     double window_start = 0;
+    uint32_t window_batches = 0;  // its window now: config.prefetch, or fewer while shrunk
+    uint64_t in_flight = 0;       // delivered to its consumer, not yet acknowledged
+    double last_ack = 0;          // when it last acknowledged (or joined)
+    double starving_since = kNever;
   };
 
   static bool is_due(const Job& j);
   static bool is_full(const Job& j);  // its queue holds its horizon
-  static uint64_t window_of(const Job& j) { return uint64_t{j.config.prefetch} * j.config.batch; }
+  static uint64_t window_of(const Job& j) { return uint64_t{j.window_batches} * j.config.batch; }
+  // The fewest batches its window may shrink to: what its consumer holds, at least one.
+  static uint32_t held_batches(const Job& j);
+  bool is_starving(const Job& j) const;  // short of a batch, and no room to start it
+  void set_window(JobKey key, Job& j, uint32_t batches);
+  // Shrinks idle windows for starving jobs, grows shrunk windows back where room allows.
+  void balance_windows(double now);
   // Below this many queued items a job catches up at no credit: one batch, or a window below
   // its horizon when it has a plan.
   static uint64_t catch_up_of(const Job& j);
@@ -182,6 +228,8 @@ class Dispatcher {
   static double plan_time(const Job& j);    // seconds its queue lasts at that rate
   double earning(const Job& j, double pace) const;  // credit per second
   uint64_t reservation(const Job& j) const;
+  static uint64_t batches_bytes(const Job& j, uint64_t batches);  // what that many window batches reserve
+  static uint64_t next_batch_bytes(const Job& j);  // what starting its next batch adds to its reservation
   void set_queued(Job& j, uint64_t queued);
   bool can_take(const Job& j, uint64_t admitted) const;
   void advance(double now);
@@ -197,6 +245,7 @@ class Dispatcher {
   double last_ = 0;
   double round_time_ = -kNever;  // when rounds were last formed
   std::map<JobKey, Job> jobs_;
+  std::vector<JobKey> window_changes_;
   std::map<uint32_t, std::map<JobSlot, JobKey>> groups_;
 };
 

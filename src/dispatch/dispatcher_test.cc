@@ -14,7 +14,7 @@ using Key = Dispatcher::JobKey;
 
 Dispatcher::JobConfig config(JobSlot slot, uint32_t batch = 16, uint32_t prefetch = 4, uint64_t item_bytes = 1,
                              uint32_t group = 0) {
-  return {group, slot, batch, prefetch, item_bytes};
+  return {group, slot, batch, prefetch, item_bytes, 0, {}};
 }
 
 // Consumers on a virtual clock: each acknowledges one batch every `period` seconds (± `jitter`,
@@ -190,11 +190,84 @@ TEST(Dispatcher, AJobWaitingForRoomWaitsForAnEventAndThenGetsTheRoom) {
   EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}}));
   d.add_job(2, config(1, 4, 3, 100), 0.0);
   EXPECT_TRUE(decide_all(d, 0.0, key_of).empty()) << "the arena is reserved by job 1's batch";
-  EXPECT_EQ(d.next_due(0.0), Dispatcher::kNever) << "waiting for room is waiting for an event";
+  EXPECT_EQ(d.next_due(0.0), 1.0) << "waiting for room is waiting for an event, or for the holder to be idle";
   d.remove_job(1);  // it leaves: its batch is free
   EXPECT_EQ(d.next_due(0.0), 0.0);
   EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{2, 4}}));
   EXPECT_EQ(d.reserved_bytes(), 400u);
+}
+
+TEST(Dispatcher, BatchesReserveWhatWindowBytesSaySoOneHugeItemCostsOnlyItself) {
+  // Items of 10 bytes and one of 1000, batches of 4, windows of 3 batches: the owner's bound is
+  // the sum of the k · 4 largest items (1030, 1070, 1110). Reserving the largest item per item
+  // would take 12000 bytes per window; two jobs fit in 2300.
+  Dispatcher d(2300, 0.0);
+  const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
+  for (Key k : {1, 2}) {
+    Dispatcher::JobConfig c = config(JobSlot(k - 1), 4, 3, 1000);
+    c.window_bytes = {0, 1030, 1070, 1110};
+    d.add_job(k, c, 0.0);
+  }
+  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}, {2, 4}})) << "catch-up: one batch each";
+  EXPECT_EQ(d.reserved_bytes(), 2060u);
+  d.acknowledged(1, 4);  // job 1 consumed its batch: its queue is empty, its reservation too
+  EXPECT_EQ(d.reserved_bytes(), 1030u);
+  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}}));
+  EXPECT_EQ(d.reserved_bytes(), 2060u);
+  d.remove_job(2);  // a leaver frees what it reserved
+  EXPECT_EQ(d.reserved_bytes(), 1030u);
+}
+
+TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAndGrowsBackWhenItConsumes) {
+  // Room for two batches of 4 items of 100 bytes. Job 1 (a notebook's open loader) holds both:
+  // one delivered to its consumer, one ready behind it; then it goes quiet.
+  Dispatcher d(800, 0.0);
+  const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
+  d.add_job(1, config(0, 4, 2, 100), 0.0);
+  d.decided(1, 8);
+  d.delivered(1, 4);
+  EXPECT_EQ(d.reserved_bytes(), 800u);
+  d.add_job(2, config(1, 4, 2, 100), 0.5);
+  EXPECT_TRUE(decide_all(d, 0.5, key_of).empty()) << "no room while job 1 is not idle";
+  EXPECT_EQ(d.next_due(0.5), 1.0) << "due when job 1 has been idle for idle_after";
+  EXPECT_EQ(decide_all(d, 1.0, key_of), (std::map<Key, int>{{2, 4}}));
+  EXPECT_EQ(d.window(1), 4u) << "shrunk to the batch its consumer holds";
+  EXPECT_EQ(d.take_window_changes(), std::vector<Key>{1}) << "the owner unpins its second batch";
+  EXPECT_EQ(d.queued(1), 8u) << "still decided";
+  EXPECT_EQ(d.reserved_bytes(), 800u);
+  EXPECT_TRUE(d.starving().empty());
+  decide_all(d, 1.2, key_of);
+  d.acknowledged(1, 4);  // its consumer is back
+  d.acknowledged(2, 4);
+  decide_all(d, 1.3, key_of);
+  EXPECT_EQ(d.window(1), 8u) << "grown back as room allowed";
+  EXPECT_EQ(d.take_window_changes(), std::vector<Key>{1});
+}
+
+TEST(Dispatcher, AStarvingJobGetsTheRoomConsumersFreeFirstAndIsReportedOnlyIfNoneComes) {
+  Dispatcher d(800, 0.0);
+  const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
+  d.add_job(1, config(0, 4, 2, 100), 0.0);
+  d.decided(1, 8);
+  d.delivered(1, 8);  // both batches are with its consumer: nothing to reclaim
+  d.add_job(2, config(1, 4, 2, 100), 0.0);
+  EXPECT_TRUE(decide_all(d, 0.0, key_of).empty());
+  EXPECT_EQ(d.next_due(0.0), 10.0) << "when it is to be reported";
+  decide_all(d, 6.0, key_of);
+  d.acknowledged(1, 4);  // job 1 consumes at 6 s: the room it frees goes to job 2, not back to job 1
+  EXPECT_EQ(decide_all(d, 6.0, key_of), (std::map<Key, int>{{2, 4}}));
+  EXPECT_TRUE(d.starving().empty());
+
+  Dispatcher quiet(800, 0.0);
+  quiet.add_job(1, config(0, 4, 2, 100), 0.0);
+  quiet.decided(1, 8);
+  quiet.delivered(1, 8);
+  quiet.add_job(2, config(1, 4, 2, 100), 0.0);
+  decide_all(quiet, 0.0, key_of);  // job 2 starts starving
+  decide_all(quiet, 9.9, key_of);
+  EXPECT_TRUE(quiet.starving().empty());
+  decide_all(quiet, 10.0, key_of);
+  EXPECT_EQ(quiet.starving(), std::vector<Key>{2}) << "10 s without room and without any consumption";
 }
 
 TEST(Dispatcher, NextDueIsWhenAJobWillHaveAWholeItemOfCredit) {

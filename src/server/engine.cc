@@ -9,11 +9,13 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <unordered_set>
 
 
 #include "common/source_spec.h"
 #include "server/dataset_state.h"
 #include "prep/augment.h"
+#include "prep/image_formats.h"
 
 namespace joader {
 
@@ -48,14 +50,46 @@ struct Engine::Dataset {
   v1::AddDatasetRequest spec;
   std::unique_ptr<Source> source;
   PrepSpec prep;
-  uint64_t item_bytes;  // arena bytes reserved per decided item (rounded; the largest item if raw or own size)
+  uint64_t item_bytes;  // arena bytes of its largest item (rounded): every item when they are all alike
+  // Raw and own-size datasets: each item's arena bytes (rounded; an item whose size the probe could
+  // not tell counts as the largest). Empty when every item takes item_bytes.
+  std::vector<uint64_t> item_sizes;
   ImageSize smallest;   // own size: the stored image with the shortest side (for CenterCrop checks)
   uint32_t smallest_item = 0;
   std::unique_ptr<Sampler> sampler;
   std::map<JobSlot, Job*> jobs;
-  uint64_t skipped = 0;
+  std::unordered_set<ItemId> skipped;  // under on_error skip: the items that could not be prepared
+  std::string formats;                 // own size: "JPEG 200, PNG 40"
+  uint64_t unreadable = 0;             // own size: files whose header could not be read (skipped)
 
   bool skip_bad_items() const { return spec.on_error() == "skip"; }
+  uint64_t bytes_of(ItemId item) const { return item_sizes.empty() ? item_bytes : item_sizes[item]; }
+  // What k = 0 .. prefetch batches of a job's window reserve: the sum of the k · batch largest items
+  // of its subset (every item when `subset` is empty), a bound on any k · batch of its items, so
+  // that a huge image costs only itself (docs/DAEMON.md, "Memory").
+  std::vector<uint64_t> window_bytes(std::span<const ItemId> subset, uint32_t batch, uint32_t prefetch) const {
+    const uint64_t n = uint64_t{batch} * prefetch;
+    std::vector<uint64_t> sizes;
+    if (item_sizes.empty()) {
+      sizes.assign(std::min<uint64_t>(n, subset.empty() ? source->size() : subset.size()), item_bytes);
+    } else if (subset.empty()) {
+      sizes = item_sizes;
+    } else {
+      sizes.reserve(subset.size());
+      for (ItemId id : subset) sizes.push_back(item_sizes[id]);
+    }
+    const auto top = sizes.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(n, sizes.size()));
+    std::nth_element(sizes.begin(), top - (top == sizes.begin() ? 0 : 1), sizes.end(), std::greater<>());
+    std::sort(sizes.begin(), top, std::greater<>());
+    std::vector<uint64_t> out(prefetch + 1, 0);
+    uint64_t sum = 0;
+    for (uint32_t k = 1; k <= prefetch; ++k) {  // k batches: the k · batch largest (or every item)
+      const uint64_t end = std::min<uint64_t>(uint64_t{k} * batch, sizes.size());
+      for (uint64_t i = std::min<uint64_t>(uint64_t{k - 1} * batch, sizes.size()); i < end; ++i) sum += sizes[i];
+      out[k] = sum;
+    }
+    return out;
+  }
 };
 
 // "item N (path)", as errors about an item name it.
@@ -166,7 +200,9 @@ v1::DatasetInfo Engine::info(const Dataset& ds) const {
   }
   out.set_raw(ds.prep.raw);
   out.set_on_error(ds.skip_bad_items() ? "skip" : "fail");
-  out.set_skipped(ds.skipped);
+  out.set_skipped(ds.skipped.size());
+  out.set_formats(ds.formats);
+  out.set_unreadable(ds.unreadable);
   out.set_active_jobs(ds.jobs.size());
   return out;
 }
@@ -180,6 +216,9 @@ uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t
   uint64_t largest = 0;
   std::vector<uint8_t> head;
   const size_t n = ds.source->size();
+  ds.item_sizes.assign(n, 0);
+  std::map<std::string, uint64_t> formats;
+  std::vector<std::string> unreadable;
   for (uint32_t i = 0; i < n; ++i) {
     if (i % 1000 == 999) {
       if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
@@ -195,11 +234,17 @@ uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t
         if (size.width == 0) {
           ds.source->read(i, head);
           size = probe_image(head, ds.prep.max_pixels);
+          if (size.width == 0) {
+            throw PrepError(std::string("corrupt or truncated ") + format_name(sniff_format(head)) +
+                            ": its header is cut short");
+          }
         }
         width = size.width;
         height = size.height;
-      } catch (const std::exception&) {
-        continue;  // unreadable or corrupt: it fails (or is skipped) when it is loaded, as in other forms
+        ++formats[format_name(sniff_format(head))];
+      } catch (const std::exception& e) {
+        unreadable.push_back(item_error(ds, i, e.what()));  // refused below, or skipped when loaded
+        continue;
       }
     }
     const ImageSize stored = stored_size(ds.prep, width, height);
@@ -213,12 +258,31 @@ uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t
                             " for images stored at their own size: give the dataset a resize");
     }
     largest = std::max(largest, pixels * 3);
+    ds.item_sizes[i] = ArenaAllocator::rounded(pixels * 3);
     if (ds.smallest.width == 0 || std::min(stored.width, stored.height) < std::min(ds.smallest.width, ds.smallest.height)) {
       ds.smallest = stored;
       ds.smallest_item = i;
     }
   }
+  for (const auto& [format, count] : formats) {
+    ds.formats += (ds.formats.empty() ? "" : ", ") + format + " " + std::to_string(count);
+  }
+  if (!unreadable.empty() && !ds.skip_bad_items()) {
+    std::string some;
+    for (size_t k = 0; k < unreadable.size() && k < 3; ++k) some += (k ? "; " : "") + unreadable[k];
+    throw EngineError(EngineError::kInvalidArgument,
+                      std::to_string(unreadable.size()) + " of " + std::to_string(n) +
+                          " files cannot be read as images: " + some + (unreadable.size() > 3 ? "; ..." : "") +
+                          " — remove them, or add the dataset with on_error skip to leave them out");
+  }
+  for (const std::string& what : unreadable) {
+    std::fprintf(stderr, "joader: dataset %s: skipping %s\n", ds.spec.name().c_str(), what.c_str());
+  }
+  ds.unreadable = unreadable.size();
   if (largest == 0) largest = 1 << 20;  // nothing could be probed: every load will fail or be skipped
+  for (uint64_t& size : ds.item_sizes) {
+    if (size == 0) size = ArenaAllocator::rounded(largest);  // unknown: as the largest
+  }
   return largest;
 }
 
@@ -286,9 +350,17 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   if (ds->prep.raw) {
     for (uint32_t i = 0; i < n; ++i) largest = std::max(largest, ds->source->item(i).size);
     if (largest == 0) largest = 1 << 20;  // sizes unknown until read (synthetic): reserve 1 MiB per item
+    ds->item_sizes.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t size = ds->source->item(i).size;
+      ds->item_sizes[i] = ArenaAllocator::rounded(std::max<uint64_t>(size == 0 ? largest : size, 1));
+    }
   }
   if (own_size(ds->prep)) largest = probe_stored_sizes(*ds, progress);
   ds->item_bytes = ArenaAllocator::rounded(std::max<uint64_t>(largest, 1));
+  if (std::all_of(ds->item_sizes.begin(), ds->item_sizes.end(), [&](uint64_t b) { return b == ds->item_bytes; })) {
+    ds->item_sizes.clear();
+  }
 
   MutexLock lk(mu_);
   if (auto existing = check_duplicate()) return *existing;  // added meanwhile by another client
@@ -420,13 +492,6 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
                                                   (known.empty() ? "none; add one with `joader dataset add`" : known) + ")");
   }
   Dataset& ds = *dit->second;
-  const uint64_t batch_bytes = uint64_t{req.batch_size()} * ds.item_bytes;
-  if (batch_bytes > store_->capacity()) {
-    throw EngineError(EngineError::kResourceExhausted,
-                      "one batch of " + std::to_string(req.batch_size()) + " items of " + std::to_string(ds.item_bytes) +
-                          " bytes needs " + std::to_string(batch_bytes) + " bytes, more than the cache (" +
-                          std::to_string(store_->capacity()) + " bytes): use a smaller batch or a larger --cache-size");
-  }
   const std::string augment = check_augment(req, ds);
   std::vector<ItemId> subset(req.ids().begin(), req.ids().end());
   if (subset.empty()) {
@@ -441,6 +506,16 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   } catch (const SamplerError& e) {
     throw EngineError(e.code() == SamplerError::kFull ? EngineError::kResourceExhausted : EngineError::kInvalidArgument,
                       e.what());
+  }
+  const uint32_t prefetch = req.prefetch() == 0 ? 4 : req.prefetch();
+  std::vector<uint64_t> window_bytes =
+      ds.window_bytes({req.ids().data(), static_cast<size_t>(req.ids().size())}, req.batch_size(), prefetch);
+  if (window_bytes[1] > store_->capacity()) {
+    ds.sampler->remove_job(slot);
+    throw EngineError(EngineError::kResourceExhausted,
+                      "one batch of " + std::to_string(req.batch_size()) + " items needs up to " +
+                          std::to_string(window_bytes[1]) + " bytes (its largest items), more than the cache (" +
+                          std::to_string(store_->capacity()) + " bytes): use a smaller batch or a larger --cache-size");
   }
   auto job = std::make_shared<Job>();
   job->id = next_job_id_++;
@@ -457,7 +532,10 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   if (req.resume() && job->epoch == req.resume_epoch()) job->delivered_in_epoch = consumed.size();
   ds.jobs[slot] = job.get();
   jobs_[job->id] = job;
-  dispatcher_.add_job(job->id, {ds.index, slot, job->batch, req.prefetch() == 0 ? 4 : req.prefetch(), ds.item_bytes, subset_size},
+  // The mean item size (for the plans' horizon) and the window's bound by the largest items.
+  const uint64_t mean_bytes = std::max<uint64_t>(1, window_bytes.back() / (uint64_t{job->batch} * prefetch));
+  dispatcher_.add_job(job->id, {ds.index, slot, job->batch, prefetch, ds.item_sizes.empty() ? ds.item_bytes : mean_bytes,
+                                subset_size, std::move(window_bytes)},
                       now());
   if (ds.sampler->finished(slot)) dispatcher_.stop_job(job->id);  // resumed after its last epoch
 
@@ -542,6 +620,14 @@ void Engine::dispatch_loop() {
       Dataset* ds = dataset_by_index_[round->group];
       if (!decide_round(*ds, round->slots)) break;  // nothing decided: wait for an event
     }
+    for (Dispatcher::JobKey id : dispatcher_.take_window_changes()) {
+      if (auto it = jobs_.find(id); it != jobs_.end()) fit_window(*it->second);
+    }
+    for (Dispatcher::JobKey id : dispatcher_.starving()) {
+      if (auto it = jobs_.find(id); it != jobs_.end()) {
+        fail_job(*it->second, EngineError::kResourceExhausted, no_room_for_job(*it->second));
+      }
+    }
     // Sleep until the next round is due, or until an event (acknowledgement, drop, join, leave,
     // shutdown) notifies: no polling, so an idle daemon or one whose jobs are all stalled sleeps.
     const double due = dispatcher_.next_due(t);
@@ -607,6 +693,65 @@ void Engine::start(Job& j, Entry& e) {
     ++n_loads_;
     loader_cv_.notify_one();
   }
+}
+
+void Engine::fit_window(Job& j) {
+  if (j.failure) return;
+  // Entries beyond the window (after the items its consumer holds) become planned again: unpinned,
+  // still decided. Only the run of entries after the last skipped one, so that the planned ones
+  // stay the queue's last entries.
+  const uint64_t window = dispatcher_.window(j.id);
+  uint64_t position = 0;
+  for (const auto& [seq, entries] : j.sent) position += entries.size();
+  size_t first = j.pending.size() - j.planned;  // the first entry to demote
+  for (size_t i = 0; i < j.pending.size() - j.planned; ++i) {
+    const Entry& e = j.pending[i];
+    if (e.state == Entry::kFailed) {
+      first = i + 1;
+      continue;
+    }
+    if (position++ < window) first = i + 1;
+  }
+  const double t = now();
+  for (size_t i = first; i < j.pending.size() - j.planned; ++i) {
+    Entry& e = j.pending[i];
+    const CacheKey key = cache_key(j.ds->index, e.item);
+    if (e.state == Entry::kReady) {
+      store_->unpin(key);
+    } else if (auto l = loads_.find(key); l != loads_.end()) {
+      std::erase_if(l->second.waiters, [&](const auto& w) { return w.second == &e; });
+    }
+    e.state = Entry::kPlanned;
+    e.placed = nullptr;
+    e.due = due_micros(dispatcher_.due(j.id, t));
+    next_uses_.add(key, e.due);
+  }
+  j.planned += j.pending.size() - j.planned - first;
+  space_cv_.notify_all();
+  fill_window(j);  // a window that grew loads what entered it
+  check_invariants("fitting a window");
+}
+
+std::string Engine::no_room_for_job(const Job& j) const {
+  std::vector<const Job*> holders;
+  for (const auto& [id, other] : jobs_) {
+    if (other.get() != &j && dispatcher_.queued(id) > 0) holders.push_back(other.get());
+  }
+  std::sort(holders.begin(), holders.end(),
+            [this](const Job* a, const Job* b) { return dispatcher_.idle_seconds(a->id) > dispatcher_.idle_seconds(b->id); });
+  std::string who;
+  for (size_t i = 0; i < holders.size() && i < 8; ++i) {
+    char idle[32];
+    std::snprintf(idle, sizeof idle, "%.0f", dispatcher_.idle_seconds(holders[i]->id));
+    who += (who.empty() ? "" : ", ") + holders[i]->name + " (" + std::to_string(dispatcher_.queued(holders[i]->id)) +
+           " items, idle " + idle + " s)";
+  }
+  if (holders.size() > 8) who += " and " + std::to_string(holders.size() - 8) + " more";
+  return "no room in the cache for a batch of job " + j.name + ": " + std::to_string(dispatcher_.reserved_bytes()) +
+         " of " + std::to_string(store_->capacity()) + " bytes are reserved by the items other jobs hold" +
+         (who.empty() ? std::string() : " — " + who) +
+         "; close loaders that are not in use (idle ones keep only the batches they were sent), use a smaller "
+         "batch or prefetch, or start the daemon with a larger --cache-size";
 }
 
 void Engine::fill_window(Job& j) {
@@ -691,10 +836,10 @@ void Engine::loader_loop() {
     }
     const uint64_t size = prepared.size();
     const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
-    if (error.empty() && rsize > ds->item_bytes) {  // the reservations would not cover it
+    if (error.empty() && rsize > ds->bytes_of(item)) {  // the reservations would not cover it
       error = item_error(*ds, item, "prepared size " + std::to_string(size) + " bytes is more than the " +
-                                        std::to_string(ds->item_bytes) +
-                                        " bytes reserved per item of this dataset (did the file grow after indexing?)");
+                                        std::to_string(ds->bytes_of(item)) +
+                                        " bytes its header gave when the dataset was added (did the file change?)");
     }
     if (!error.empty()) {
       finish_load(key, false, error);
@@ -776,9 +921,11 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
   Load load = std::move(it->second);
   loads_.erase(it);
   if (!loaded) {
-    if (load.dataset->skip_bad_items()) {  // every job that was to receive the item misses it
-      load.dataset->skipped += load.waiters.size();
-      n_skipped_ += load.waiters.size();
+    if (load.dataset->skip_bad_items() && load.dataset->skipped.insert(load.item).second) {
+      // Every job that was to receive the item misses it; each file is counted and logged once.
+      ++n_skipped_;
+      std::fprintf(stderr, "joader: dataset %s: skipping %s\n", load.dataset->spec.name().c_str(),
+                   (error.empty() ? item_name(*load.dataset, load.item) : error).c_str());
     }
     for (auto [job, entry] : load.waiters) {
       entry->state = Entry::kFailed;
@@ -847,7 +994,9 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
     if (j.failure) throw *j.failure;
     if (j.closed) throw EngineError(EngineError::kUnavailable, "job closed");
     size_t take = 0;
-    if (batch_ready(j, &take)) {
+    // At most kMaxInFlight batches are with the consumer unacknowledged: what an idle one holds
+    // (its window shrinks to that when another job needs the room).
+    if (j.sent.size() < kMaxInFlight && batch_ready(j, &take)) {
       out->ids.clear();
       out->labels.clear();
       out->offsets.clear();
@@ -901,6 +1050,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
         out->extent_lengths.clear();
       }
       n_deliveries_ += delivered.size();
+      dispatcher_.delivered(j.id, delivered.size());
       j.delivered += delivered.size();
       j.epoch = out->epoch;
       j.delivered_in_epoch += delivered.size();

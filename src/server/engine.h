@@ -13,8 +13,12 @@
 // times (NextUses) the policy evicts by. Acknowledgements move planned entries into the window.
 //
 // Memory: the windows' decided items are reserved in whole batches (ceil(min(queued, window) / B)
-// · B · item bytes per job), and a job starts a new batch only when its reservation fits in the arena (the
-// Dispatcher's admission rule). Pinned bytes never exceed reservations, so a decided item can
+// batches per job, each bounded by the sum of the B largest items of its subset, so that one
+// huge image costs only itself), and a job starts a new batch only when its reservation fits in
+// the arena (the Dispatcher's admission rule). A job starving for room reclaims the windows of
+// idle jobs (nothing acknowledged for a second) down to the batches their consumers hold (at most
+// kMaxInFlight); one that still starves after 10 s in which no job consumed fails with an error
+// naming the jobs that hold the room. Pinned bytes never exceed reservations, so a decided item can
 // always be loaded (evicting unpinned items) and every reserved batch completes: no deadlock,
 // whatever the number of jobs. A job whose one batch exceeds the arena is refused at registration.
 //
@@ -62,6 +66,9 @@ class EngineError : public std::runtime_error {
 };
 
 inline constexpr size_t kMaxDatasets = 1024;      // registered at once
+// Batches delivered to a job's consumer and not yet acknowledged, at most: two let the next batch
+// travel while the consumer gathers one; they are all an idle consumer holds.
+inline constexpr size_t kMaxInFlight = 2;
 inline constexpr size_t kMaxNameBytes = 256;      // dataset and job names
 inline constexpr size_t kMaxSourceBytes = 4096;   // a source spec (PATH_MAX)
 // Images stored at their own size: at most 8192 × 8192 pixels (192 MiB) each.
@@ -180,6 +187,11 @@ class Engine {
   void start(Job& j, Entry& e) JOADER_REQUIRES(mu_);
   // Moves planned entries into the job's window while it has room.
   void fill_window(Job& j) JOADER_REQUIRES(mu_);
+  // The dispatcher shrank or grew the job's window: entries beyond it become planned (unpinned,
+  // still decided), entries that entered it are started.
+  void fit_window(Job& j) JOADER_REQUIRES(mu_);
+  // The error of a job that starved for room: which jobs hold it, and what to do.
+  std::string no_room_for_job(const Job& j) const JOADER_REQUIRES(mu_);
   double now() const;  // seconds since the engine started: the dispatcher's clock
   void loader_loop();
   // Arena blocks for an item of `size` bytes, which then is resident and pinned: store_->place(),

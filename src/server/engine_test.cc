@@ -510,6 +510,39 @@ TEST(EngineMemory, ItemsOfManySizesTakeAtMostFourArenaBlocksEachWhileOthersCanBe
   EXPECT_LE(s.cached_blocks(), 4 * s.cached_items());
 }
 
+// Reservations follow each item's stored size: one 4.5 MB image among 12 KB ones costs a job's
+// window only itself (the sum of its largest items), not 4.5 MB per decided item, which would
+// have refused both jobs (one batch of 8 alone "needs" 36 MB of a 6 MiB cache).
+TEST(EngineMemory, OneHugeImageCostsAJobsReservationOnlyItself) {
+  VariedSource::Sizes sizes(40, {64, 64});
+  sizes[0] = {1500, 1000};
+  auto source = std::make_shared<VariedSource>(40, sizes);
+  EngineOptions o;
+  o.threads = 2;
+  o.check_invariants = true;
+  o.cache_bytes = 6u << 20;
+  o.open_source = open_shared(source);
+  Engine engine(o);
+  v1::AddDatasetRequest add = synthetic("huge", 1);
+  add.set_crop(0);
+  engine.add_dataset(add, {});
+  v1::Register everything = job_request("huge", 8, 3, 2);
+  v1::Register small_ones = job_request("huge", 8, 3, 2);
+  for (uint32_t id = 1; id < 40; ++id) small_ones.add_ids(id);
+  std::map<uint32_t, std::multiset<uint32_t>> got_all, got_small;
+  v1::Registered r1, r2;
+  const Engine::JobId a = engine.open_job(everything, &r1), b = engine.open_job(small_ones, &r2);
+  std::thread t([&] { got_small = run_job(engine, b); });
+  got_all = run_job(engine, a);
+  t.join();
+  ASSERT_EQ(got_all.size(), 3u);
+  ASSERT_EQ(got_small.size(), 3u);
+  for (uint32_t e = 0; e < 3; ++e) {
+    EXPECT_EQ(got_all[e], ids(0, 40)) << "epoch " << e;
+    EXPECT_EQ(got_small[e], ids(1, 40)) << "epoch " << e;
+  }
+}
+
 // Decoded crops are prepared straight into their arena blocks, also when an item lands in several
 // (an arena fragmented by another dataset's images of many sizes): the bytes a job reads, gathered
 // from the blocks, are prepare()'s.

@@ -104,7 +104,7 @@ class Run {
           j.slot = sampler_.add_job(spec.subset, spec.epochs);
           slot_job_[j.slot] = i;
           j.started = true;
-          dispatcher_.add_job(i, {0, j.slot, spec.batch, spec.prefetch, 1, spec.subset.size()}, now);
+          dispatcher_.add_job(i, {0, j.slot, spec.batch, spec.prefetch, 1, spec.subset.size(), {}}, now);
           j.cost = batch_cost(spec);
         }
         if (!j.started) continue;

@@ -267,7 +267,7 @@ def test_item_or_batch_larger_than_the_cache(daemon_factory):
 @pytest.mark.parametrize("kind, reason", [
     ("truncated", "truncated"),
     ("zero", "empty file"),
-    ("magic", "not a JPEG or PNG"),
+    ("magic", "not a JPEG, PNG, WEBP, TIFF, BMP, PPM or GIF"),
     ("bomb", "more than the limit"),
 ])
 def test_a_bad_file_fails_the_job_naming_item_and_path(daemon, workdir, kind, reason):
@@ -293,7 +293,7 @@ def test_bad_files_are_skipped_and_counted_with_on_error_skip(daemon, workdir):
     # ImageFolder order: class0/bad_magic, bad_truncated, bad_zero, img_0000... -> ids 0..2 are bad
     expect_exact_epochs(epochs, range(3, 33), 2)
     s = daemon.status()
-    assert s["skipped"] == 6 and s["datasets"][0]["skipped"] == 6
+    assert s["skipped"] == 3 and s["datasets"][0]["skipped"] == 3, s  # files, each counted once
 
 
 def test_a_cache_larger_than_the_shared_memory_is_refused_at_start(workdir):
@@ -371,9 +371,15 @@ def test_a_filelist_with_a_missing_path_or_a_malformed_line_is_refused_naming_th
     assert code == 0 and epochs == {0: [0], 1: [0]}, err
 
 
+def test_a_batch_larger_than_the_subset_is_the_whole_epoch_as_in_torch(daemon):
+    # Reservations count the items a batch can hold (at most the subset), not batch × item bytes.
+    add_synthetic(daemon)
+    code, epochs, err = received(daemon.client("synth", "--batch", "4000000000", "--epochs", "1"))
+    assert code == 0 and sorted(epochs[0]) == list(range(400)), err
+
+
 def test_absurd_job_requests_get_clear_errors(daemon):
     add_synthetic(daemon)
-    assert "one batch of 4000000000 items" in client_error(daemon, "synth", "--batch", "4000000000")
     assert "cannot resume in epoch 5 of a job with 2 epochs" in client_error(
         daemon, "synth", "--epochs", "2", "--resume-epoch", "5")
     assert "consumed item 7 is not in the job's subset" in client_error(
