@@ -40,8 +40,7 @@ def main():
     ap.add_argument("--resize", type=int, default=256, help="evaluation: Resize(S) before the center crop")
     ap.add_argument("--crop", type=int, default=224, help="the crop size of training and evaluation")
     ap.add_argument("--store-resize", type=int, default=None,
-                    help="store images with their shorter side resized to this (default: at their own size); "
-                         "for datasets with a few huge images, since the daemon reserves the largest image per item")
+                    help="store images with their shorter side resized to this (default: at their own size)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--rank", type=int, default=None)
@@ -50,9 +49,10 @@ def main():
     args = ap.parse_args()
 
     client = joader.Client(args.socket)
-    name = args.dataset or f"imagefolder-{abs(hash((args.root, args.store_resize))) % 10**8}"
-    # Decoded once for every job, at each image's own (or --store-resize'd) size.
-    info = client.add_dataset(name, source=f"imagefolder:{args.root}", resize=args.store_resize)
+    # Decoded once for every job, at each image's own (or --store-resize'd) size. Without --dataset
+    # the name comes from the folder and the prep: every run on this folder shares one dataset.
+    info = client.add_dataset(args.dataset, source=f"imagefolder:{args.root}", resize=args.store_resize)
+    name = info["name"]
     n = info["items"]
     order = np.random.default_rng(args.seed).permutation(n)
     n_val = int(n * args.val_fraction)

@@ -9,7 +9,7 @@
 See joader.torch.DataLoader for a drop-in replacement of torch.utils.data.DataLoader.
 """
 from ._native import JoaderError
-from .client import Client
+from .client import Client, dataset_name
 from .loader import Batch, Loader
 
-__all__ = ["Batch", "Client", "JoaderError", "Loader"]
+__all__ = ["Batch", "Client", "JoaderError", "Loader", "dataset_name"]

@@ -1,9 +1,11 @@
 """joader.Client: talks to the daemon (datasets, status) and opens jobs."""
+import hashlib
 import numbers
+import os
 
 from . import _native
 
-NOT_FOUND, INVALID_ARGUMENT = 5, 3  # gRPC status codes, as the daemon's errors carry them
+INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION = 3, 5, 9  # gRPC status codes, as the daemon's errors carry them
 
 
 def error(code, message):
@@ -26,6 +28,19 @@ def integer(name, value, minimum=None, maximum=None):
     return value
 
 
+def dataset_name(source, resize=None, crop=None, raw=False, on_error="fail"):
+    """A dataset name derived from the source (its path made absolute here) and the prep, stable
+    across processes and runs: e.g. "train-3f2a9c1e" for imagefolder:/data/train. Two jobs that
+    derive it from the same folder and prep name the same dataset, and so share its loads."""
+    kind, sep, arg = str(source).partition(":")
+    if sep and kind in ("imagefolder", "lmdb", "filelist", "tar") and arg:
+        arg = os.path.abspath(os.path.expanduser(arg))
+    spec = f"{kind}{sep}{arg}|raw={bool(raw)}|resize={resize}|crop={crop}|on_error={on_error}"
+    base = os.path.basename(arg.rstrip("/")) if sep else kind
+    base = "".join(c if c.isalnum() or c in "-_." else "-" for c in base)[:64] or kind
+    return f"{base}-{hashlib.sha256(spec.encode()).hexdigest()[:8]}"
+
+
 class Client:
     """A connection to a Joader daemon.
 
@@ -40,15 +55,22 @@ class Client:
     def socket(self):
         return self._native.socket
 
-    def add_dataset(self, name, source, resize=None, crop=None, raw=False, on_error="fail"):
-        """Registers a dataset (a no-op if an identical one exists); returns its description.
+    def add_dataset(self, name=None, source=None, resize=None, crop=None, raw=False, on_error="fail"):
+        """Registers a dataset (a no-op if an identical one exists); returns its description, whose
+        "name" is the dataset's name.
 
-        source: "imagefolder:PATH", "lmdb:PATH", "filelist:FILE" or "synthetic:COUNT[:WxH]".
+        name: None derives one from the source's absolute path and the prep (dataset_name()), the
+        same in every process, so that jobs started apart on one folder share one dataset.
+        source: "imagefolder:PATH", "lmdb:PATH", "filelist:FILE", "tar:GLOB" or "synthetic:COUNT[:WxH]".
         Images are decoded once for every job: with crop=C (and an optional resize=S, shorter side
         first) they are stored as C×C center crops (an evaluation pipeline); without crop, at their
         own size (or resized: shorter side S), for jobs that augment per item (augment= of Loader
         and DataLoader). raw=True passes the stored bytes through.
         """
+        if source is None:
+            raise TypeError("add_dataset() needs a source, e.g. source='imagefolder:/data/train'")
+        if name is None:
+            name = dataset_name(source, resize=resize, crop=crop, raw=raw, on_error=on_error)
         if raw and (crop is not None or resize is not None):
             raise ValueError("raw=True passes the stored bytes through: it takes no resize or crop")
         resize = 0 if resize is None else integer("resize", resize, 1, 8192)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .augment import fresh_seed, ops_from
-from .client import INVALID_ARGUMENT, Client, error, integer
+from .client import FAILED_PRECONDITION, INVALID_ARGUMENT, Client, error, integer
 
 MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
 
@@ -52,13 +52,22 @@ def subset_ids(client, dataset, indices):
     return array.astype(np.int64)
 
 
+def exhausted(epochs, what):
+    """The error of a pass over a loader that has delivered all its epochs (rather than a silent
+    empty pass)."""
+    return error(FAILED_PRECONDITION,
+                 f"this {what} has delivered all its epochs={epochs}: nothing is left to iterate; give epochs=None "
+                 "(one epoch per pass, as many passes as the loop makes) or a larger epochs, or pass its "
+                 "state_dict() as state= to a new one to continue")
+
+
 class Loader:
     """An iterable of Batch: every item of the job's subset exactly once per epoch, in a uniformly
     random order, shared with the other jobs on the same dataset.
 
     dataset: a dataset name known to the daemon. indices: the job's subset (default: every item).
-    epochs: how many epochs one pass over the loader yields (None: unbounded). A batch never spans
-    two epochs; the last batch of an epoch may be short unless drop_last. state: a state_dict()
+    epochs: how many epochs one pass over the loader yields (None: unbounded); a pass over a loader
+    that has yielded them all raises JoaderError. A batch never spans two epochs; the last batch of an epoch may be short unless drop_last. state: a state_dict()
     of an earlier loader of the same job, even from a process that died: the job continues in that
     epoch with exactly the items not consumed yet. augment: torchvision transforms (RandomResizedCrop,
     RandomHorizontalFlip, Resize, CenterCrop, or a Compose of them) run in C++ on each delivered
@@ -98,6 +107,7 @@ class Loader:
         self._job = None
         self._waited = 0.0  # by jobs of this loader that are closed
 
+
     def __len__(self):
         """Batches per epoch."""
         return self._size // self.batch_size if self.drop_last else math.ceil(self._size / self.batch_size)
@@ -115,7 +125,7 @@ class Loader:
     def batches(self, until_epoch_end=False):
         """Yields batches; with until_epoch_end, stops after the current epoch's last batch."""
         if self.epochs is not None and self._epoch >= self.epochs:
-            return
+            raise exhausted(self.epochs, "Loader")
         if self._job is None:
             self._open()
         while True:
@@ -158,6 +168,12 @@ class Loader:
             self._waited += self._job.wait_seconds
             self._job.close()
             self._job = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def __del__(self):
         try:

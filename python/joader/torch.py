@@ -1,14 +1,14 @@
 """joader.torch.DataLoader: a drop-in for torch.utils.data.DataLoader in a training loop.
 
     from joader.torch import DataLoader
-    loader = DataLoader("train", batch_size=256, epochs=90)
-    for epoch in range(90):
-        for images, labels in loader:        # one pass = one epoch of the job
-            ...                               # images: uint8 [B, 3, H, W], labels: int64 [B]
+    with DataLoader("train", batch_size=256) as loader:
+        for epoch in range(90):
+            for images, labels in loader:    # one pass = one epoch of the job, as in torch
+                ...                           # images: uint8 [B, 3, H, W], labels: int64 [B]
 
 The shared, deterministic part of the pipeline (decode, resize, crop) runs once in the daemon for
-all jobs; per-job augmentation (random flips, normalisation, moving to the GPU) goes in
-`transform`, applied to each batch after delivery.
+all jobs; per-item augmentation runs in the job (`augment=`), per-batch work (moving to the GPU,
+MixUp) in `transform`.
 """
 import math
 
@@ -17,7 +17,7 @@ import torch
 
 from .augment import derived_seed, fresh_seed, ops_from
 from .client import Client, integer
-from .loader import Loader, subset_ids
+from .loader import Loader, exhausted, subset_ids
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -49,8 +49,10 @@ class DataLoader:
     """Yields (images, labels) tensors; each pass over it is one epoch of the job.
 
     dataset: a dataset name known to the daemon. indices: the job's subset (default all items).
-    epochs: passes allowed (None: unbounded); the job stays registered between passes, so the
-    daemon keeps preparing ahead. layout: "NCHW" (default) or "NHWC". dtype: torch.uint8
+    epochs: passes allowed (None, the default: as many as the loop makes, like torch's
+    DataLoader; a pass beyond an explicit epochs raises JoaderError). The job stays registered
+    between passes, so the daemon keeps preparing ahead, until close() (or `with`, or garbage
+    collection) ends it. layout: "NCHW" (default) or "NHWC". dtype: torch.uint8
     (default) or torch.float32 (scaled to [0, 1] and normalised with mean/std). transform: an
     optional callable (images, labels) -> (images, labels) applied per batch (per-job
     augmentation). rank/world_size: data-parallel training (taken from torch.distributed when it
@@ -62,7 +64,7 @@ class DataLoader:
     seed per job, an int for reproducible crops; it is part of state_dict().
     """
 
-    def __init__(self, dataset, batch_size=1, indices=None, epochs=1, name=None, client=None, rank=None,
+    def __init__(self, dataset, batch_size=1, indices=None, epochs=None, name=None, client=None, rank=None,
                  world_size=None, state=None, layout="NCHW", dtype=torch.uint8, mean=IMAGENET_MEAN,
                  std=IMAGENET_STD, transform=None, drop_last=False, seed=0, prefetch=4, with_indices=False,
                  augment=None, augment_seed=None, augment_threads=2):
@@ -148,7 +150,7 @@ class DataLoader:
 
     def __iter__(self):
         if self.epochs is not None and self._epoch >= self.epochs:
-            return
+            raise exhausted(self.epochs, "DataLoader")
         if self.world_size > 1 and self._loader is None:
             # Each epoch, this rank's part of the DistributedSampler-style partition is one
             # one-epoch job; a resumed epoch skips what was consumed.
@@ -190,5 +192,12 @@ class DataLoader:
         return self._waited + (self._loader.wait_seconds if self._loader is not None else 0.0)
 
     def close(self):
+        """Ends the job in the daemon now (also on leaving a `with` block, or when collected)."""
         if self._loader is not None:
             self._loader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -3,8 +3,13 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -23,6 +28,34 @@ ClientError to_error(const grpc::Status& s, const std::string& socket) {
   return ClientError(s.error_code(), s.error_message());
 }
 
+constexpr auto kInterruptSlice = std::chrono::milliseconds(50);
+
+// call() (blocking on ctx) on a thread of its own, asking interrupt() every kInterruptSlice while it
+// runs; when it says stop (or throws), the call is cancelled, and Interrupted (or its exception)
+// thrown once the call has returned.
+template <class Call>
+auto interruptible(grpc::ClientContext& ctx, const InterruptCheck& interrupt, Call call) -> decltype(call()) {
+  if (!interrupt) return call();
+  std::packaged_task<decltype(call())()> task(std::move(call));
+  auto done = task.get_future();
+  std::thread worker(std::move(task));
+  while (done.wait_for(kInterruptSlice) != std::future_status::ready) {
+    std::exception_ptr stop;
+    try {
+      if (interrupt()) stop = std::make_exception_ptr(Interrupted());
+    } catch (...) {
+      stop = std::current_exception();
+    }
+    if (stop) {
+      ctx.TryCancel();
+      worker.join();
+      std::rethrow_exception(stop);
+    }
+  }
+  worker.join();
+  return done.get();
+}
+
 }  // namespace
 
 struct Client::Impl {
@@ -31,10 +64,96 @@ struct Client::Impl {
   std::map<std::string, std::weak_ptr<ArenaView>> arenas;
 };
 
+// One job's stream on gRPC's asynchronous API, driven by the thread that calls the Job: no thread
+// of its own (none is inside gRPC while the job's owner is not, which a fork needs), and every
+// wait is in slices of kInterruptSlice that ask the interrupt check. One read and one write at
+// most in flight; acknowledgements queue behind the write in flight.
 struct Job::Stream {
+  enum Tag : intptr_t { kStarted = 1, kRead, kWrite, kWritesDone, kFinished };
   grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::JobRequest, v1::JobReply>> rw;
+  grpc::CompletionQueue cq;
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<v1::JobRequest, v1::JobReply>> rw;
   std::string socket;
+  InterruptCheck interrupt;
+  bool started = false, start_ok = false;
+  bool reading = false, read_done = false, read_ok = false;
+  bool writing = false, write_failed = false, writes_done = false, finished = false;
+  v1::JobReply incoming;
+  v1::JobRequest outgoing;
+  std::deque<v1::JobRequest> to_write;
+  grpc::Status status;
+
+  void handle(void* tag, bool ok) {
+    switch (reinterpret_cast<intptr_t>(tag)) {
+      case kStarted: started = true, start_ok = ok; break;
+      case kRead: reading = false, read_done = true, read_ok = ok; break;
+      case kWrite:
+        writing = false;
+        write_failed = write_failed || !ok;
+        pump_writes();
+        break;
+      case kWritesDone: writes_done = true; break;
+      case kFinished: finished = true; break;
+    }
+  }
+  // Handles completions until done() holds; with `interruptible`, asks the interrupt check at
+  // every empty slice and throws Interrupted when it says so (what is in flight stays in flight).
+  template <class Done>
+  void wait(Done done, bool interruptible = true) {
+    while (!done()) {
+      void* tag = nullptr;
+      bool ok = false;
+      switch (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + kInterruptSlice)) {
+        case grpc::CompletionQueue::GOT_EVENT: handle(tag, ok); break;
+        case grpc::CompletionQueue::TIMEOUT:
+          if (interruptible && interrupt && interrupt()) throw Interrupted();
+          break;
+        case grpc::CompletionQueue::SHUTDOWN: return;
+      }
+    }
+  }
+  void pump_writes() {
+    if (writing || write_failed || to_write.empty()) return;
+    outgoing = std::move(to_write.front());
+    to_write.pop_front();
+    writing = true;
+    rw->Write(outgoing, reinterpret_cast<void*>(kWrite));
+  }
+  void write(v1::JobRequest request) {
+    to_write.push_back(std::move(request));
+    pump_writes();
+  }
+  // The next reply; false when the stream has none.
+  bool read(v1::JobReply* out) {
+    if (!reading && !read_done) {
+      reading = true;
+      rw->Read(&incoming, reinterpret_cast<void*>(kRead));
+    }
+    wait([&] { return read_done; });
+    read_done = false;
+    if (!read_ok) return false;
+    *out = std::move(incoming);
+    return true;
+  }
+  // Ends the call (half-closing first when `half_close`) and returns its status; the queue is
+  // drained, so that nothing is left in flight.
+  grpc::Status finish(bool half_close) {
+    if (half_close && start_ok) {
+      wait([&] { return !writing; }, false);
+      rw->WritesDone(reinterpret_cast<void*>(kWritesDone));
+      wait([&] { return writes_done; }, false);
+    }
+    if (start_ok) {
+      rw->Finish(&status, reinterpret_cast<void*>(kFinished));
+      wait([&] { return finished && !reading && !writing; }, false);
+    }
+    cq.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq.Next(&tag, &ok)) {
+    }
+    return status;
+  }
 };
 
 Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_path() : socket) {
@@ -60,17 +179,19 @@ v1::DatasetInfo Client::add_dataset(v1::AddDatasetRequest request, const std::fu
   request.set_protocol_version(kProtocolVersion);
   request.set_source(absolute_source(request.source()));  // the caller's directory, not the daemon's
   grpc::ClientContext ctx;
-  auto reader = impl_->stub->AddDataset(&ctx, request);
-  v1::AddDatasetProgress msg;
   v1::DatasetInfo info;
-  while (reader->Read(&msg)) {
-    if (msg.has_dataset()) {
-      info = msg.dataset();
-    } else if (progress) {
-      progress(msg.indexed());
+  const grpc::Status s = interruptible(ctx, interrupt_, [&] {
+    auto reader = impl_->stub->AddDataset(&ctx, request);
+    v1::AddDatasetProgress msg;
+    while (reader->Read(&msg)) {
+      if (msg.has_dataset()) {
+        info = msg.dataset();
+      } else if (progress) {
+        progress(msg.indexed());
+      }
     }
-  }
-  const grpc::Status s = reader->Finish();
+    return reader->Finish();
+  });
   if (!s.ok()) throw to_error(s, socket_);
   return info;
 }
@@ -78,7 +199,7 @@ v1::DatasetInfo Client::add_dataset(v1::AddDatasetRequest request, const std::fu
 std::vector<v1::DatasetInfo> Client::list_datasets() {
   grpc::ClientContext ctx;
   v1::ListDatasetsReply reply;
-  const grpc::Status s = impl_->stub->ListDatasets(&ctx, {}, &reply);
+  const grpc::Status s = interruptible(ctx, interrupt_, [&] { return impl_->stub->ListDatasets(&ctx, {}, &reply); });
   if (!s.ok()) throw to_error(s, socket_);
   return {reply.datasets().begin(), reply.datasets().end()};
 }
@@ -88,14 +209,14 @@ void Client::remove_dataset(const std::string& name) {
   v1::RemoveDatasetRequest req;
   req.set_name(name);
   v1::RemoveDatasetReply reply;
-  const grpc::Status s = impl_->stub->RemoveDataset(&ctx, req, &reply);
+  const grpc::Status s = interruptible(ctx, interrupt_, [&] { return impl_->stub->RemoveDataset(&ctx, req, &reply); });
   if (!s.ok()) throw to_error(s, socket_);
 }
 
 v1::StatusReply Client::status() {
   grpc::ClientContext ctx;
   v1::StatusReply reply;
-  const grpc::Status s = impl_->stub->Status(&ctx, {}, &reply);
+  const grpc::Status s = interruptible(ctx, interrupt_, [&] { return impl_->stub->Status(&ctx, {}, &reply); });
   if (!s.ok()) throw to_error(s, socket_);
   return reply;
 }
@@ -103,7 +224,7 @@ v1::StatusReply Client::status() {
 std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
   auto stream = std::make_unique<Job::Stream>();
   stream->socket = socket_;
-  stream->rw = impl_->stub->Job(&stream->context);
+  stream->interrupt = interrupt_;
   v1::JobRequest req;
   v1::Register* r = req.mutable_register_();
   r->set_protocol_version(o.protocol_version);
@@ -119,9 +240,22 @@ std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
   r->mutable_resume_consumed()->Add(o.resume_consumed.begin(), o.resume_consumed.end());
   for (const v1::AugmentOp& op : o.augment) *r->add_augment() = op;
   v1::JobReply reply;
-  if (!stream->rw->Write(req) || !stream->rw->Read(&reply) || !reply.has_registered()) {
-    stream->rw->WritesDone();
-    const grpc::Status s = stream->rw->Finish();
+  bool registered = false;
+  try {
+    stream->rw = impl_->stub->PrepareAsyncJob(&stream->context, &stream->cq);
+    stream->rw->StartCall(reinterpret_cast<void*>(Job::Stream::kStarted));
+    stream->wait([&] { return stream->started; });
+    if (stream->start_ok) {
+      stream->write(std::move(req));
+      registered = stream->read(&reply) && reply.has_registered();
+    }
+  } catch (...) {  // interrupted: the call is cancelled, and ended
+    stream->context.TryCancel();
+    stream->finish(false);
+    throw;
+  }
+  if (!registered) {
+    const grpc::Status s = stream->finish(true);
     throw to_error(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the daemon did not register the job") : s,
                    socket_);
   }
@@ -147,25 +281,24 @@ void Job::close() {
   if (!stream_ || finished_) return;
   finished_ = true;
   stream_->context.TryCancel();
-  stream_->rw->Finish();
+  stream_->finish(false);
 }
 
 bool Job::next(Batch* out) {
   if (finished_) return false;
   v1::JobReply reply;
   const auto asked = std::chrono::steady_clock::now();
-  const bool got = stream_->rw->Read(&reply);
+  const bool got = stream_->read(&reply);
   out->wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
   if (!got) {
     finished_ = true;
-    const grpc::Status s = stream_->rw->Finish();
+    const grpc::Status s = stream_->finish(false);
     throw to_error(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended unexpectedly") : s,
                    stream_->socket);
   }
   if (reply.has_end()) {
     finished_ = true;
-    stream_->rw->WritesDone();
-    stream_->rw->Finish();
+    stream_->finish(true);
     if (reply.end().code() != 0) throw ClientError(reply.end().code(), reply.end().message());
     return false;
   }
@@ -215,7 +348,7 @@ void Job::ack(const Batch& batch) {
   req.mutable_ack()->set_seq(batch.seq);
   req.mutable_ack()->set_wait_seconds(batch.wait_seconds);
   wait_seconds_ += batch.wait_seconds;
-  stream_->rw->Write(req);
+  stream_->write(std::move(req));  // sent while the next next() waits, or now if nothing is in flight
 }
 
 }  // namespace joader

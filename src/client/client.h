@@ -32,6 +32,16 @@ class ClientError : public std::runtime_error {
   int code_;
 };
 
+// Thrown by a blocking call that the client's interrupt check stopped (see Client::set_interrupt);
+// the call was cancelled.
+class Interrupted : public std::exception {
+ public:
+  const char* what() const noexcept override { return "interrupted"; }
+};
+
+// Asked about every 50 ms while a call blocks: true (or an exception) stops the call.
+using InterruptCheck = std::function<bool()>;
+
 struct JobOptions {
   std::string dataset;
   std::string name;                // default: chosen by the daemon
@@ -73,7 +83,8 @@ struct Batch {
 
 class ArenaView;
 
-// Not thread-safe: one thread calls next(), ack() and close().
+// Not thread-safe: one thread calls next(), ack() and close(). The stream is driven by that thread
+// only (gRPC's asynchronous API): no thread of the Job's own.
 class Job {
  public:
   ~Job();  // closes the stream: the daemon releases the job at once
@@ -81,7 +92,8 @@ class Job {
   Job& operator=(const Job&) = delete;
 
   // Blocks for the next batch; false once every epoch was delivered. Throws ClientError (the
-  // daemon's message, e.g. a corrupt item or "server shutting down").
+  // daemon's message, e.g. a corrupt item or "server shutting down"), or Interrupted (the job goes
+  // on: next() may be called again).
   bool next(Batch* out);
   // Releases the batch's items in the daemon; their bytes may be overwritten afterwards. Reports
   // how long next() waited for the batch.
@@ -111,6 +123,9 @@ class Client {
   ~Client();
 
   const std::string& socket() const { return socket_; }
+  // Every blocking call of this client and of its jobs opened afterwards asks `check` about every
+  // 50 ms, and stops with Interrupted when it says so (the Python binding: a pending Ctrl-C).
+  void set_interrupt(InterruptCheck check) { interrupt_ = std::move(check); }
 
   // A relative path in the request's source is made absolute in this process's working directory.
   v1::DatasetInfo add_dataset(v1::AddDatasetRequest request, const std::function<void(uint64_t)>& progress = {});
@@ -122,6 +137,7 @@ class Client {
  private:
   struct Impl;
   std::string socket_;
+  InterruptCheck interrupt_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -233,6 +233,9 @@ PYBIND11_MODULE(_native, m) {
       py::object instance = type(e.what());
       instance.attr("code") = e.code();
       PyErr_SetObject(error.ptr(), instance.ptr());
+    } catch (const Interrupted&) {
+      // A signal handler raised (KeyboardInterrupt for Ctrl-C) while a call waited: its error is set.
+      if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
     }
   });
 
@@ -284,7 +287,17 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("wait_seconds", &PyJob::wait_seconds);
 
   py::class_<Client>(m, "Client")
-      .def(py::init([](const std::string& socket) { return std::make_unique<Client>(socket); }), py::arg("socket") = "")
+      .def(py::init([](const std::string& socket) {
+             auto c = std::make_unique<Client>(socket);
+             // Blocking calls wake every 50 ms to run Python's signal handlers: Ctrl-C interrupts a
+             // wait for a daemon that does not answer.
+             c->set_interrupt([] {
+               py::gil_scoped_acquire gil;
+               return PyErr_CheckSignals() != 0;
+             });
+             return c;
+           }),
+           py::arg("socket") = "")
       .def_property_readonly("socket", &Client::socket)
       .def("add_dataset",
            [](Client& c, const std::string& name, const std::string& source, bool raw, uint32_t resize, uint32_t crop,
@@ -305,12 +318,28 @@ PYBIND11_MODULE(_native, m) {
            })
       .def("list_datasets",
            [](Client& c) {
+             std::vector<v1::DatasetInfo> datasets;
+             {
+               py::gil_scoped_release nogil;
+               datasets = c.list_datasets();
+             }
              nlohmann::json out = nlohmann::json::array();
-             for (const auto& d : c.list_datasets()) out.push_back(to_json(d));
+             for (const auto& d : datasets) out.push_back(to_json(d));
              return to_python(out);
            })
-      .def("remove_dataset", &Client::remove_dataset)
-      .def("status", [](Client& c) { return to_python(to_json(c.status())); })
+      .def("remove_dataset",
+           [](Client& c, const std::string& name) {
+             py::gil_scoped_release nogil;
+             c.remove_dataset(name);
+           })
+      .def("status", [](Client& c) {
+        v1::StatusReply reply;
+        {
+          py::gil_scoped_release nogil;
+          reply = c.status();
+        }
+        return to_python(to_json(reply));
+      })
       .def(
           "open_job",
           [](Client& c, const std::string& dataset, const std::string& name, std::vector<uint32_t> ids,
