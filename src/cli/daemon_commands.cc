@@ -282,7 +282,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("serve", "Run the Joader daemon (stop it with Ctrl-C or SIGTERM)");
   add_socket_option(cmd, o->socket);
   cmd->add_option("--cache-size", o->cache_size, "Shared-memory cache size, e.g. 512MiB, 2GiB")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Loader threads that read and prepare items (default: one per core)");
+  cmd->add_option("--threads", o->threads, "Loader threads that read and prepare items (default: one per core)")
+      ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--policy", o->policy, "Cache policy: refcnt, lru, fifo, rate, planned")->capture_default_str();
   cmd->add_option("--sampler", o->sampler,
                   "dsa, or independent (no coupling: a baseline for benchmarks); biased-dsa is a deliberately "

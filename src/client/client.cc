@@ -1,6 +1,9 @@
 #include "client/client.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <condition_variable>
@@ -138,6 +141,10 @@ struct Job::Stream {
   // Ends the call (half-closing first when `half_close`) and returns its status; the queue is
   // drained, so that nothing is left in flight.
   grpc::Status finish(bool half_close) {
+    if (!half_close) {  // nothing more is sent once the call ends; the write in flight completes
+      to_write.clear();
+      write_failed = true;
+    }
     if (half_close && start_ok) {
       wait([&] { return !writing; }, false);
       rw->WritesDone(reinterpret_cast<void*>(kWritesDone));
@@ -158,7 +165,14 @@ struct Job::Stream {
 
 Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_path() : socket) {
   struct stat st{};
-  if (stat(socket_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+  const int found = stat(socket_.c_str(), &st);
+  if (found != 0 && errno == EACCES) {
+    throw ClientError(static_cast<int>(grpc::StatusCode::PERMISSION_DENIED),
+                      "permission denied: this user (uid " + std::to_string(getuid()) + ") cannot reach " + socket_ +
+                          ", whose directory belongs to another user; its owner can let a group in with `joader "
+                          "serve --allow-group GROUP`");
+  }
+  if (found != 0 || !S_ISSOCK(st.st_mode)) {
     // JOADER_SOCKET is worth a hint only where neither the caller nor the variable chose the path.
     const bool chosen_by_default = socket.empty() && std::getenv("JOADER_SOCKET") == nullptr;
     throw ClientError(static_cast<int>(grpc::StatusCode::UNAVAILABLE),
@@ -348,7 +362,10 @@ void Job::ack(const Batch& batch) {
   req.mutable_ack()->set_seq(batch.seq);
   req.mutable_ack()->set_wait_seconds(batch.wait_seconds);
   wait_seconds_ += batch.wait_seconds;
-  stream_->write(std::move(req));  // sent while the next next() waits, or now if nothing is in flight
+  stream_->write(std::move(req));
+  // Until it is on its way, as the blocking API's Write was: an ack left queued would wait for the
+  // next call (or gRPC's backup poller) and keep the batch pinned in the daemon meanwhile.
+  stream_->wait([&] { return !stream_->writing; }, false);
 }
 
 }  // namespace joader

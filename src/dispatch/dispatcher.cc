@@ -49,17 +49,20 @@ void Dispatcher::decided(JobKey key, uint64_t items) {
   set_queued(j, j.queued + items);
 }
 
-void Dispatcher::acknowledged(JobKey key, uint64_t items) {
+void Dispatcher::acknowledged(JobKey key, uint64_t items, double now) {
   Job& j = jobs_.at(key);
   set_queued(j, j.queued - std::min(items, j.queued));
   j.in_flight -= std::min(items, j.in_flight);
   j.acked_in_window += items;
-  j.last_ack = last_;
+  const double t = now >= 0 ? now : last_;
+  j.last_ack = t;
   // Progress: room may come. A job starves (and is reported) only while nobody consumes.
   for (auto& [other_key, other] : jobs_) {
-    if (other.starving_since != kNever) other.starving_since = last_;
+    if (other.starving_since != kNever) other.starving_since = t;
   }
 }
+
+void Dispatcher::set_shrinkable(JobKey key, bool shrinkable) { jobs_.at(key).shrinkable = shrinkable; }
 
 void Dispatcher::delivered(JobKey key, uint64_t items) { jobs_.at(key).in_flight += items; }
 
@@ -93,7 +96,8 @@ void Dispatcher::set_window(JobKey key, Job& j, uint32_t batches) {
 }
 
 void Dispatcher::balance_windows(double now) {
-  bool any_starving = false;
+  any_starving_ = false;
+  bool& any_starving = any_starving_;
   for (auto& [key, s] : jobs_) {
     if (!is_starving(s)) {
       s.starving_since = kNever;
@@ -103,7 +107,8 @@ void Dispatcher::balance_windows(double now) {
     if (s.starving_since == kNever) s.starving_since = now;
     std::vector<std::pair<JobKey, Job*>> idle;
     for (auto& [other_key, k] : jobs_) {
-      if (&k != &s && now - k.last_ack >= options_.idle_after && k.window_batches > held_batches(k)) {
+      if (&k != &s && k.shrinkable && !k.stopped && now - k.last_ack >= options_.idle_after &&
+          k.window_batches > held_batches(k)) {
         idle.emplace_back(other_key, &k);
       }
     }
@@ -326,14 +331,12 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
     round.group = group;
     bool due = false;
     uint64_t admitted = 0;
-    // A job short of a batch that finds no room for it goes first once there is: behind it, no job
-    // starts a new batch (a job of small batches would otherwise take every bit of room freed and
-    // starve a job of large ones).
-    bool blocked = false;
+    // While a job (of any group) is short of a batch and finds no room for it, no job that holds a
+    // batch starts another: the room consumers free goes to the jobs short of one (a job of small
+    // batches would otherwise take every bit of room freed and starve a job of large ones).
     for (const Job* j : order) {
       const bool starts_batch = j->queued < window_of(*j) && j->queued % j->config.batch == 0;
-      if (blocked && starts_batch) continue;
-      if (!blocked && is_starving(*j)) blocked = true;
+      if (any_starving_ && starts_batch && j->queued >= j->config.batch) continue;
       if ((j->credit > 0 || is_due(*j)) && in_step(*j) && can_take(*j, admitted)) {
         round.slots.push_back(j->config.slot);
         due = due || is_due(*j);

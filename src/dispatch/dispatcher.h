@@ -148,8 +148,11 @@ class Dispatcher {
 
   // `items` decided for the job (in a round): they join its queue and spend its credit.
   void decided(JobKey job, uint64_t items);
-  // `items` of the job's queue were consumed and acknowledged: they count for its rate.
-  void acknowledged(JobKey job, uint64_t items);
+  // `items` of the job's queue were consumed and acknowledged at `now` (default: the time of the
+  // last next_round): they count for its rate.
+  void acknowledged(JobKey job, uint64_t items, double now = -1);
+  // Whether the job's window may shrink for a starving job (the owner can unpin what leaves it).
+  void set_shrinkable(JobKey job, bool shrinkable);
   // `items` left the job's queue without being consumed (dropped, skipped).
   void dropped(JobKey job, uint64_t items);
   // `items` of the job's queue were handed to its consumer; they stay in its window (pinned)
@@ -209,6 +212,7 @@ class Dispatcher {
     uint64_t in_flight = 0;       // delivered to its consumer, not yet acknowledged
     double last_ack = 0;          // when it last acknowledged (or joined)
     double starving_since = kNever;
+    bool shrinkable = true;
   };
 
   static bool is_due(const Job& j);
@@ -246,6 +250,7 @@ class Dispatcher {
   double round_time_ = -kNever;  // when rounds were last formed
   std::map<JobKey, Job> jobs_;
   std::vector<JobKey> window_changes_;
+  bool any_starving_ = false;  // as of the last balance_windows
   std::map<uint32_t, std::map<JobSlot, JobKey>> groups_;
 };
 

@@ -397,17 +397,22 @@ int gif_read(GifFileType* gif, GifByteType* out, int n) {
   return int(take);
 }
 
+const char* gif_error(int code) {
+  const char* what = GifErrorString(code);
+  return what != nullptr ? what : "unknown error";
+}
+
 void decode_gif(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   GifMemory memory{d};
   int error = 0;
   GifFileType* gif = DGifOpen(&memory, gif_read, &error);
-  if (gif == nullptr) throw PrepError(std::string("corrupt GIF: ") + GifErrorString(error));
+  if (gif == nullptr) throw PrepError(std::string("corrupt GIF: ") + gif_error(error));
   std::unique_ptr<GifFileType, void (*)(GifFileType*)> closer(gif, [](GifFileType* g) { DGifCloseFile(g, nullptr); });
   check_pixels(gif->SWidth, gif->SHeight, max_pixels, "GIF");
   // Only the first image is read (what PIL's convert() of a freshly opened GIF shows).
   GifRecordType record;
   do {
-    if (DGifGetRecordType(gif, &record) == GIF_ERROR) throw PrepError(std::string("corrupt GIF: ") + GifErrorString(gif->Error));
+    if (DGifGetRecordType(gif, &record) == GIF_ERROR) throw PrepError(std::string("corrupt GIF: ") + gif_error(gif->Error));
     if (record == EXTENSION_RECORD_TYPE) {
       int code;
       GifByteType* ext;
@@ -420,6 +425,7 @@ void decode_gif(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   if (record != IMAGE_DESC_RECORD_TYPE) throw PrepError("corrupt GIF: no image");
   if (DGifGetImageDesc(gif) == GIF_ERROR) throw PrepError("corrupt GIF: bad image descriptor");
   const GifImageDesc& frame = gif->Image;
+  if (frame.Width > 0 && frame.Height > 0) check_pixels(frame.Width, frame.Height, max_pixels, "GIF");
   const ColorMapObject* map = frame.ColorMap != nullptr ? frame.ColorMap : gif->SColorMap;
   const uint32_t width = gif->SWidth, height = gif->SHeight;
   auto colour = [&](uint32_t index, uint8_t* out) {

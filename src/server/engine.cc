@@ -118,6 +118,7 @@ struct Engine::Job {
   // Its credit, rate, queue length (the pending and sent items) and reservation: in dispatcher_.
 
   double wait_seconds = 0;                        // the consumer's waits, from its acks
+  uint64_t skipped_pending = 0;                   // kFailed entries in pending (on_error skip)
 
   uint64_t delivered = 0, delivered_in_epoch = 0;
   uint32_t epoch = 0;
@@ -696,10 +697,9 @@ void Engine::start(Job& j, Entry& e) {
 }
 
 void Engine::fit_window(Job& j) {
-  if (j.failure) return;
   // Entries beyond the window (after the items its consumer holds) become planned again: unpinned,
-  // still decided. Only the run of entries after the last skipped one, so that the planned ones
-  // stay the queue's last entries.
+  // still decided. A job with skipped entries pending is never shrunk (set_shrinkable), so the
+  // entries beyond the window are one run and the planned ones stay the queue's last entries.
   const uint64_t window = dispatcher_.window(j.id);
   uint64_t position = 0;
   for (const auto& [seq, entries] : j.sent) position += entries.size();
@@ -921,7 +921,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
   Load load = std::move(it->second);
   loads_.erase(it);
   if (!loaded) {
-    if (load.dataset->skip_bad_items() && load.dataset->skipped.insert(load.item).second) {
+    if (!error.empty() && load.dataset->skip_bad_items() && load.dataset->skipped.insert(load.item).second) {
       // Every job that was to receive the item misses it; each file is counted and logged once.
       ++n_skipped_;
       std::fprintf(stderr, "joader: dataset %s: skipping %s\n", load.dataset->spec.name().c_str(),
@@ -930,6 +930,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
     for (auto [job, entry] : load.waiters) {
       entry->state = Entry::kFailed;
       if (load.dataset->skip_bad_items()) {
+        if (job->skipped_pending++ == 0) dispatcher_.set_shrinkable(job->id, false);
         // A skipped entry will never be delivered: it stops counting as queued now, so that the
         // job earns catch-up credit for the items that replace it.
         dispatcher_.dropped(job->id, 1);
@@ -1012,6 +1013,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
       for (size_t i = 0; i < take; ++i) {
         const Entry& e = j.pending.front();
         if (e.state == Entry::kReady) delivered.push_back(e);  // skipped entries are left out
+        if (e.state == Entry::kFailed && --j.skipped_pending == 0) dispatcher_.set_shrinkable(j.id, true);
         j.pending.pop_front();
       }
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
@@ -1076,7 +1078,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
     throw EngineError(EngineError::kInvalidArgument, "acknowledgement of unknown batch " + std::to_string(seq));
   }
   for (const Entry& e : it->second) store_->unpin(cache_key(job->ds->index, e.item));
-  dispatcher_.acknowledged(id, it->second.size());
+  dispatcher_.acknowledged(id, it->second.size(), now());
   job->sent.erase(it);
   fill_window(*job);
   wake(*job);

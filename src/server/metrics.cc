@@ -71,7 +71,7 @@ std::string prometheus_text(const v1::StatusReply& s) {
   gauge("loader_threads", "Threads that read and prepare items.", double(s.loader_threads()));
   gauge("uptime_seconds", "Seconds since the daemon started.", s.uptime_seconds());
 
-  w.family("skipped_items_total", "counter", "Deliveries skipped because the item could not be prepared.");
+  w.family("skipped_items_total", "counter", "Items (files) skipped because they could not be prepared, each counted once.");
   for (const auto& d : s.datasets()) w.sample("skipped_items_total", "dataset=\"" + escape(d.name()) + "\"", double(d.skipped()));
   struct JobFamily {
     const char* name;

@@ -304,6 +304,14 @@ def test_a_cache_larger_than_the_shared_memory_is_refused_at_start(workdir):
     assert not os.path.exists(os.path.join(workdir, "big.sock"))
 
 
+def test_zero_loader_threads_are_refused_at_start(workdir):
+    r = subprocess.run([os.environ.get("JOADER_BIN", "build/joader"), "serve", "--socket",
+                        os.path.join(workdir, "zero.sock"), "--threads", "0"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "--threads" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(workdir, "zero.sock"))
+
+
 def test_a_killed_daemon_gives_every_client_a_clear_error_within_a_second(daemon):
     add_synthetic(daemon)
     jobs = [daemon.client("synth", "--batch", "8", "--epochs", "0", "--delay-ms", "5") for _ in range(2)]

@@ -71,6 +71,20 @@ def test_another_user_is_refused_by_uid_even_when_the_socket_is_open_to_everyone
 
 
 @needs_root
+def test_another_user_behind_a_private_directory_is_told_permission_denied_not_no_daemon(public_dir):
+    sock_dir = os.path.join(public_dir, "private")
+    os.mkdir(sock_dir, 0o700)
+    daemon = Daemon(sock_dir)
+    try:
+        joader = os.path.join(public_dir, os.path.basename(JOADER))
+        r = as_nobody(joader, "status", "--socket", daemon.socket)
+        assert r.returncode != 0 and "permission denied" in r.stderr and f"uid {NOBODY}" in r.stderr, r.stderr
+        assert "no Joader daemon" not in r.stderr, r.stderr
+    finally:
+        daemon.stop()
+
+
+@needs_root
 def test_allow_group_lets_its_members_run_jobs_and_read_the_arena(public_dir):
     sock_dir = os.path.join(public_dir, "sock")
     os.mkdir(sock_dir, 0o750)
