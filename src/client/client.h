@@ -96,9 +96,7 @@ class Job {
   // on: next() may be called again).
   bool next(Batch* out);
   // Releases the batch's items in the daemon; their bytes may be overwritten afterwards. Reports
-  // how long next() waited for the batch. The daemon sends at most 2 batches ahead of the last
-  // acknowledged one: acknowledge each batch once its items are copied, before asking for more
-  // than one further batch.
+  // how long next() waited for the batch.
   void ack(const Batch& batch);
   // Seconds spent waiting in next() for the batches acknowledged so far: is training waiting on data?
   double wait_seconds() const { return wait_seconds_; }

@@ -995,9 +995,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
     if (j.failure) throw *j.failure;
     if (j.closed) throw EngineError(EngineError::kUnavailable, "job closed");
     size_t take = 0;
-    // At most kMaxInFlight batches are with the consumer unacknowledged: what an idle one holds
-    // (its window shrinks to that when another job needs the room).
-    if (j.sent.size() < kMaxInFlight && batch_ready(j, &take)) {
+    if (batch_ready(j, &take)) {
       out->ids.clear();
       out->labels.clear();
       out->offsets.clear();

@@ -16,9 +16,9 @@
 // batches per job, each bounded by the sum of the B largest items of its subset, so that one
 // huge image costs only itself), and a job starts a new batch only when its reservation fits in
 // the arena (the Dispatcher's admission rule). A job starving for room reclaims the windows of
-// idle jobs (nothing acknowledged for a second) down to the batches their consumers hold (at most
-// kMaxInFlight); one that still starves after 10 s in which no job consumed fails with an error
-// naming the jobs that hold the room. Pinned bytes never exceed reservations, so a decided item can
+// idle jobs (nothing acknowledged for a second) down to the batches their consumers hold; one
+// that still starves after 10 s in which no job consumed fails with an error naming the jobs that
+// hold the room. Pinned bytes never exceed reservations, so a decided item can
 // always be loaded (evicting unpinned items) and every reserved batch completes: no deadlock,
 // whatever the number of jobs. A job whose one batch exceeds the arena is refused at registration.
 //
@@ -66,9 +66,6 @@ class EngineError : public std::runtime_error {
 };
 
 inline constexpr size_t kMaxDatasets = 1024;      // registered at once
-// Batches delivered to a job's consumer and not yet acknowledged, at most: two let the next batch
-// travel while the consumer gathers one; they are all an idle consumer holds.
-inline constexpr size_t kMaxInFlight = 2;
 inline constexpr size_t kMaxNameBytes = 256;      // dataset and job names
 inline constexpr size_t kMaxSourceBytes = 4096;   // a source spec (PATH_MAX)
 // Images stored at their own size: at most 8192 × 8192 pixels (192 MiB) each.
