@@ -6,12 +6,10 @@
 #include <cerrno>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <future>
-#include <mutex>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>

@@ -97,13 +97,12 @@ void Dispatcher::set_window(JobKey key, Job& j, uint32_t batches) {
 
 void Dispatcher::balance_windows(double now) {
   any_starving_ = false;
-  bool& any_starving = any_starving_;
   for (auto& [key, s] : jobs_) {
     if (!is_starving(s)) {
       s.starving_since = kNever;
       continue;
     }
-    any_starving = true;
+    any_starving_ = true;
     if (s.starving_since == kNever) s.starving_since = now;
     std::vector<std::pair<JobKey, Job*>> idle;
     for (auto& [other_key, k] : jobs_) {
@@ -119,7 +118,7 @@ void Dispatcher::balance_windows(double now) {
     }
     if (can_take(s, 0)) s.starving_since = kNever;
   }
-  if (any_starving) return;
+  if (any_starving_) return;
   for (auto& [key, j] : jobs_) {  // shrunk windows of jobs that consume again grow back as room allows
     while (j.window_batches < j.config.prefetch && now - j.last_ack < options_.idle_after) {
       const uint64_t more = batches_bytes(j, j.window_batches + 1) - batches_bytes(j, j.window_batches);
