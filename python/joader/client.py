@@ -5,7 +5,7 @@ import os
 
 from . import _native
 
-INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION = 3, 5, 9  # gRPC status codes, as the daemon's errors carry them
+INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, UNAVAILABLE = 3, 5, 9, 14  # gRPC status codes, as the daemon's errors carry them
 
 
 def error(code, message):

@@ -1,12 +1,15 @@
 """joader.Loader: one job's batches, epoch after epoch, with mid-epoch resume."""
 import math
 import numbers
+import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from .augment import fresh_seed, ops_from
-from .client import FAILED_PRECONDITION, INVALID_ARGUMENT, Client, error, integer
+from ._native import JoaderError
+from .client import FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, error, integer
 
 MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
 
@@ -52,6 +55,35 @@ def subset_ids(client, dataset, indices):
     return array.astype(np.int64)
 
 
+def dataset_identity(client, dataset):
+    """What a job's state_dict() records of its dataset: the fingerprint of its item list (paths,
+    labels and sizes; see docs/PYTHON.md) and its item count."""
+    info = client.dataset(dataset)
+    return {"fingerprint": info["fingerprint"], "dataset_items": info["items"]}
+
+
+def check_resumable(state, identity, dataset, what):
+    """Refuses a state saved against another item list than the dataset's now (ValueError): the
+    consumed ids would name other files. States without a fingerprint (older ones) pass."""
+    saved = state.get("fingerprint")
+    if saved is not None and saved != identity["fingerprint"]:
+        then = state.get("dataset_items")
+        raise ValueError(
+            f"state= was saved when dataset '{dataset}' listed {then if then is not None else 'other'} items "
+            f"(fingerprint {saved}); it now lists {identity['dataset_items']} (fingerprint {identity['fingerprint']}): "
+            f"its files changed, so the item ids the state holds would name other files. Resume on the unchanged "
+            f"files, or make a new {what} without state= to start over")
+
+
+def reconnect_seconds(reconnect):
+    """reconnect= as seconds to wait for a lost daemon: True 60, False/0 none, or a number."""
+    if isinstance(reconnect, bool):
+        return 60.0 if reconnect else 0.0
+    if not isinstance(reconnect, numbers.Real) or not reconnect >= 0:
+        raise ValueError(f"reconnect must be True, False or a number of seconds >= 0, not {reconnect!r}")
+    return float(reconnect)
+
+
 def exhausted(epochs, what):
     """The error of a pass over a loader that has delivered all its epochs (rather than a silent
     empty pass)."""
@@ -74,12 +106,17 @@ class Loader:
     item of a decoded dataset, in this process, on augment_threads threads; their random draws come
     from (augment_seed, epoch, item): None draws a fresh seed for this job. layout: "NHWC" (the
     daemon's own) or "NCHW", in which fixed-size RGB items are gathered straight into [B, C, H, W]
-    (one pass over the bytes; cheaper than gathering NHWC and permuting).
+    (one pass over the bytes; cheaper than gathering NHWC and permuting). reconnect: when the daemon
+    is lost (killed, restarted), wait up to 60 s (True), that many seconds (a number) or not at all
+    (False) for it to serve again, then continue the job exactly where it was, from its own state:
+    nothing consumed is repeated, nothing unconsumed is lost.
     """
 
     def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
-                 drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2, layout="NHWC"):
+                 drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2, layout="NHWC",
+                 reconnect=True):
         self.batch_size = integer("batch_size", batch_size, 1)
+        self.reconnect = reconnect_seconds(reconnect)
         if layout not in ("NHWC", "NCHW"):
             raise error(INVALID_ARGUMENT, f"layout must be 'NHWC' or 'NCHW', not {layout!r}")
         self.layout = layout
@@ -90,7 +127,8 @@ class Loader:
         self.name = name or ""
         self.drop_last = bool(drop_last)
         self.indices = None if indices is None else subset_ids(self.client, dataset, indices)
-        self._size = len(self.indices) if self.indices is not None else self.client.dataset(dataset)["items"]
+        self._identity = dataset_identity(self.client, dataset)
+        self._size = len(self.indices) if self.indices is not None else self._identity["dataset_items"]
         self._augment = ops_from(augment)
         self.augment_threads = integer("augment_threads", augment_threads, 1)
         if augment_seed is None and state is not None and state.get("augment_seed") is not None:
@@ -100,6 +138,7 @@ class Loader:
         if state is not None:
             if state.get("dataset") not in (None, dataset):
                 raise ValueError(f"state is for dataset '{state['dataset']}', not '{dataset}'")
+            check_resumable(state, self._identity, dataset, "Loader")
             self._epoch = int(state["epoch"])
             self._consumed = [int(i) for i in state["consumed"]]
         else:
@@ -129,7 +168,13 @@ class Loader:
         if self._job is None:
             self._open()
         while True:
-            got = self._job.next(self.layout == "NCHW")
+            try:
+                got = self._job.next(self.layout == "NCHW")
+            except JoaderError as e:
+                if e.code != UNAVAILABLE or not self.reconnect:
+                    raise
+                self._reconnect(e)
+                continue
             if got is None:
                 self.close()
                 return
@@ -145,11 +190,45 @@ class Loader:
     def __iter__(self):
         return self.batches()
 
+    def _reconnect(self, lost):
+        """After losing the daemon: waits up to self.reconnect seconds for one to serve the socket
+        again, then re-opens the job from this loader's own state (the daemon forgot it)."""
+        socket = self.client.socket
+        print(f"joader: job {self.name}: {lost}; waiting up to {self.reconnect:.0f} s for the daemon to come "
+              "back", file=sys.stderr, flush=True)
+        try:
+            self.close()
+        except JoaderError:
+            pass
+        deadline = time.monotonic() + self.reconnect
+        while True:
+            try:
+                client = Client(socket)  # a new connection: no reconnection backoff of the old one
+                identity = dataset_identity(client, self.dataset)
+                break
+            except JoaderError as e:
+                if e.code == NOT_FOUND:
+                    raise error(NOT_FOUND, f"the daemon at {socket} came back without dataset '{self.dataset}' "
+                                           f"(was it started with --state none?): add it again, then resume "
+                                           f"with this loader's state_dict() as state=") from lost
+                if e.code != UNAVAILABLE or time.monotonic() > deadline:
+                    raise error(UNAVAILABLE, f"job {self.name}: the daemon at {socket} did not come back within "
+                                             f"{self.reconnect:.0f} s ({lost})") from e
+                time.sleep(0.2)
+        state = {"fingerprint": self._identity["fingerprint"], "dataset_items": self._identity["dataset_items"]}
+        check_resumable(state, identity, self.dataset, "Loader")  # re-indexed over changed files: refused
+        self.client = client
+        self._open()
+        print(f"joader: job {self.name}: reconnected; continuing epoch {self._epoch} with "
+              f"{len(self._consumed)} items of it already consumed", file=sys.stderr, flush=True)
+
     def state_dict(self):
         """What this job has consumed: {"dataset", "epoch", "consumed"} (the items of the current
-        epoch already yielded), and "augment_seed" for an augmenting job. Pass it back as
-        Loader(..., state=...) to resume: the remaining items get the crops they would have got."""
-        state = {"dataset": self.dataset, "epoch": self._epoch, "consumed": list(self._consumed)}
+        epoch already yielded), "fingerprint" and "dataset_items" (the dataset's item list, so that a
+        resume on changed files is refused), and "augment_seed" for an augmenting job. Pass it back
+        as Loader(..., state=...) to resume: the remaining items get the crops they would have got."""
+        state = {"dataset": self.dataset, "epoch": self._epoch, "consumed": list(self._consumed),
+                 **self._identity}
         if self._augment:
             state["augment_seed"] = self.augment_seed
         return state

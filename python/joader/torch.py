@@ -17,7 +17,7 @@ import torch
 
 from .augment import derived_seed, fresh_seed, ops_from
 from .client import Client, integer
-from .loader import Loader, exhausted, subset_ids
+from .loader import Loader, check_resumable, dataset_identity, exhausted, reconnect_seconds, subset_ids
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -61,13 +61,14 @@ class DataLoader:
     resume from, mid-epoch. with_indices: yield (images, labels, item ids) instead. augment:
     torchvision transforms run per item in C++ on a decoded dataset (see joader.Loader), e.g.
     T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]); augment_seed: None for a fresh
-    seed per job, an int for reproducible crops; it is part of state_dict().
+    seed per job, an int for reproducible crops; it is part of state_dict(). reconnect: after a
+    daemon restart, continue the job exactly where it was (see joader.Loader); True waits up to 60 s.
     """
 
     def __init__(self, dataset, batch_size=1, indices=None, epochs=None, name=None, client=None, rank=None,
                  world_size=None, state=None, layout="NCHW", dtype=torch.uint8, mean=IMAGENET_MEAN,
                  std=IMAGENET_STD, transform=None, drop_last=False, seed=0, prefetch=4, with_indices=False,
-                 augment=None, augment_seed=None, augment_threads=2):
+                 augment=None, augment_seed=None, augment_threads=2, reconnect=True):
         if layout not in ("NCHW", "NHWC"):
             raise ValueError("layout must be 'NCHW' or 'NHWC'")
         if dtype not in (torch.uint8, torch.float32):
@@ -92,6 +93,7 @@ class DataLoader:
             self._subset = subset_ids(client or Client(), dataset, indices)
         self._augment = augment
         self.augment_threads = integer("augment_threads", augment_threads, 1)
+        self.reconnect = reconnect_seconds(reconnect)
         if augment_seed is None and state is not None:
             augment_seed = state.get("augment_seed")
         self.augment_seed = None
@@ -105,6 +107,9 @@ class DataLoader:
                                  "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]), or "
                                  "T.Compose([T.Resize(256), T.CenterCrop(224)]) to evaluate) so that batches have "
                                  "one size")
+        self._identity = dataset_identity(client or Client(), dataset)
+        if state is not None:
+            check_resumable(state, self._identity, dataset, "DataLoader")
         self._state = state
         self._loader = None
         self._waited = 0.0  # by the per-epoch loaders of a data-parallel job that are closed
@@ -116,7 +121,7 @@ class DataLoader:
         return Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
                       client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
                       augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
-                      augment_threads=self.augment_threads, layout=self.layout)
+                      augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect)
 
     def _subset_size(self):
         if self._subset is not None:
@@ -175,8 +180,11 @@ class DataLoader:
             self._epoch = self._loader._epoch
 
     def state_dict(self):
-        """{"dataset", "epoch", "consumed"}: pass back as DataLoader(..., state=...) to resume."""
-        extra = {} if self.augment_seed is None else {"augment_seed": self.augment_seed}
+        """{"dataset", "epoch", "consumed", "fingerprint", "dataset_items"} (and "augment_seed"):
+        pass back as DataLoader(..., state=...) to resume (refused if the dataset's files changed)."""
+        extra = dict(self._identity)
+        if self.augment_seed is not None:
+            extra["augment_seed"] = self.augment_seed
         if self._loader is None:
             return {"dataset": self.dataset, "epoch": self._epoch, "consumed": [], **extra}
         sd = self._loader.state_dict()

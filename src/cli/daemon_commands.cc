@@ -161,8 +161,14 @@ int run_dataset_add(const DatasetAddOptions& o) {
       }
     });
     if (tty) fmt::print(stderr, "\n");
-    fmt::print("added dataset '{}': {} items, {} classes, {} ({})\n", info.name(), info.items(), info.classes_size(),
-               info.prep(), info.source());
+    if (info.existed()) {
+      fmt::print("dataset '{}' already registered (same spec, same item list): ", info.name());
+    } else {
+      fmt::print("added dataset '{}': ", info.name());
+    }
+    fmt::print("{} items, {} classes, {} ({}), fingerprint {}\n", info.items(), info.classes_size(), info.prep(),
+               info.source(), info.fingerprint());
+    if (!info.reindexed().empty()) fmt::print("warning: {}\n", info.reindexed());
     if (!info.formats().empty()) fmt::print("formats: {}\n", info.formats());
     if (info.unreadable() != 0) {
       fmt::print("{} files cannot be read as images and will be skipped (listed in the daemon's log)\n", info.unreadable());
@@ -171,6 +177,14 @@ int run_dataset_add(const DatasetAddOptions& o) {
   } catch (const std::exception& e) {
     print_error(e);
     return 1;
+  }
+}
+
+// A warning for each dataset that a daemon restart found changed (DatasetInfo.reindexed).
+template <class Datasets>
+void print_reindexed(const Datasets& datasets) {
+  for (const v1::DatasetInfo& d : datasets) {
+    if (!d.reindexed().empty()) fmt::print("warning: dataset '{}': {}\n", d.name(), d.reindexed());
   }
 }
 
@@ -188,11 +202,13 @@ int run_dataset_list(const std::string& socket, bool json) {
       fmt::print("no datasets (add one with `joader dataset add NAME --source KIND:ARG ...`)\n");
       return 0;
     }
-    fmt::print("{:<20} {:>10} {:>8} {:>5}  {}\n", "name", "items", "classes", "jobs", "prep / source");
+    fmt::print("{:<20} {:>10} {:>8} {:>5}  {:<16}  {}\n", "name", "items", "classes", "jobs", "fingerprint",
+               "prep / source");
     for (const auto& d : datasets) {
-      fmt::print("{:<20} {:>10} {:>8} {:>5}  {} / {}\n", d.name(), d.items(), d.classes_size(), d.active_jobs(),
-                 d.prep(), d.source());
+      fmt::print("{:<20} {:>10} {:>8} {:>5}  {:<16}  {} / {}\n", d.name(), d.items(), d.classes_size(),
+                 d.active_jobs(), d.fingerprint(), d.prep(), d.source());
     }
+    print_reindexed(datasets);
     return 0;
   } catch (const std::exception& e) {
     print_error(e);
@@ -224,9 +240,10 @@ void print_status(const v1::StatusReply& s, bool json, bool watching) {
              s.loader_threads(), s.uptime_seconds());
   fmt::print("\n{:<20} {:>10} {:>8}  {}\n", "dataset", "items", "jobs", "prep");
   for (const auto& d : s.datasets()) fmt::print("{:<20} {:>10} {:>8}  {}\n", d.name(), d.items(), d.active_jobs(), d.prep());
+  print_reindexed(s.datasets());
   fmt::print("\n{:<20} {:<16} {:>6} {:>18} {:>10} {:>8}\n", "job", "dataset", "epoch", "epoch progress", "items/s", "queued");
   for (const auto& j : s.jobs()) {
-    fmt::print("{:<20} {:<16} {:>6} {:>18} {:>10.0f} {:>8}\n", j.name(), j.dataset(), j.epoch(),
+    fmt::print("{:<20} {:<16} {:>6} {:>18} {:>10.0f} {:>8}\n", j.name(), j.dataset(), epoch_column(j),
                fmt::format("{}/{}", j.delivered_in_epoch(), j.subset_size()), j.items_per_second(), j.queued());
   }
   if (watching) fmt::print("\n");

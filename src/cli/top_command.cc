@@ -5,10 +5,12 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <fmt/core.h>
 
@@ -72,8 +74,14 @@ std::string screen(const std::string& socket, const v1::StatusReply& s, const Pr
                      bytes(double(s.cache_bytes())), bytes(double(s.cache_capacity())),
                      s.cache_capacity() ? 100.0 * double(s.cache_bytes()) / double(s.cache_capacity()) : 0.0,
                      bytes(double(s.pinned_bytes())), s.evictions(), s.policy(), s.loader_threads());
-  out += fmt::format("{:<24} {:<16} {:>5} {:>20} {:>9} {:>6} {:>7}\n", "JOB", "DATASET", "EPOCH", "EPOCH PROGRESS",
-                     "ITEMS/S", "WAIT%", "QUEUED");
+  // Names whole, up to 48 characters (the columns widen to the longest).
+  size_t job_width = 3, dataset_width = 7;
+  for (const v1::JobStatus& j : s.jobs()) {
+    job_width = std::max(job_width, std::min<size_t>(j.name().size(), 48));
+    dataset_width = std::max(dataset_width, std::min<size_t>(j.dataset().size(), 48));
+  }
+  out += fmt::format("{:<{}.{}} {:<{}.{}} {:>5} {:>20} {:>9} {:>6} {:>7}\n", "JOB", job_width, job_width, "DATASET",
+                     dataset_width, dataset_width, "EPOCH", "EPOCH PROGRESS", "ITEMS/S", "WAIT%", "QUEUED");
   for (const v1::JobStatus& j : s.jobs()) {
     const auto it = prev.waits.find(j.name());
     // Wait share: the part of the last interval the job's training loop spent waiting for data.
@@ -83,18 +91,31 @@ std::string screen(const std::string& socket, const v1::StatusReply& s, const Pr
     const std::string progress =
         fmt::format("{}/{} ({:.0f} %)", j.delivered_in_epoch(), j.subset_size(),
                     j.subset_size() ? 100.0 * double(j.delivered_in_epoch()) / double(j.subset_size()) : 0.0);
-    out += fmt::format("{:<24.24} {:<16.16} {:>5} {:>20} {:>9.0f} {:>6} {:>7}\n", j.name(), j.dataset(), j.epoch(),
-                       progress, j.items_per_second(), wait, j.queued());
+    out += fmt::format("{:<{}.{}} {:<{}.{}} {:>5} {:>20} {:>9.0f} {:>6} {:>7}\n", j.name(), job_width, job_width,
+                       j.dataset(), dataset_width, dataset_width, epoch_column(j), progress, j.items_per_second(),
+                       wait, j.queued());
   }
   if (s.jobs().empty()) out += "(no jobs)\n";
   return out;
 }
 
+// Remembers a snapshot, for the rates of the next screen.
+Previous remember(const v1::StatusReply& s) {
+  Previous prev;
+  prev.at = std::chrono::steady_clock::now();
+  prev.loads = s.loads();
+  prev.deliveries = s.deliveries();
+  for (const v1::JobStatus& j : s.jobs()) prev.waits[j.name()] = j.wait_seconds();
+  return prev;
+}
+
 int run_top(const std::string& socket, double interval, bool once) {
   try {
     Client client(socket);
-    if (once) {
-      fmt::print("{}", screen(client.socket(), client.status(), Previous{}, interval));
+    if (once) {  // two snapshots an interval apart: the rates and WAIT% are over it
+      const Previous first = remember(client.status());
+      std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+      fmt::print("{}", screen(client.socket(), client.status(), first, interval));
       return 0;
     }
     struct sigaction sa{};
@@ -107,11 +128,7 @@ int run_top(const std::string& socket, double interval, bool once) {
       const v1::StatusReply s = client.status();
       fmt::print("\x1b[H\x1b[2J{}", screen(client.socket(), s, prev, interval));  // home, clear, draw
       std::fflush(stdout);
-      prev.at = std::chrono::steady_clock::now();
-      prev.loads = s.loads();
-      prev.deliveries = s.deliveries();
-      prev.waits.clear();
-      for (const v1::JobStatus& j : s.jobs()) prev.waits[j.name()] = j.wait_seconds();
+      prev = remember(s);
       const auto until = prev.at + std::chrono::duration<double>(interval);
       for (;;) {
         if (g_interrupted) return 0;
@@ -141,7 +158,7 @@ void add_top_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("top", "A live view of the daemon: jobs (items/s, epoch progress, wait share), "
                                             "cache use, L/D and hit rate; q or Ctrl-C quits");
   cmd->add_option("--interval", *interval, "Seconds between refreshes")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
-  cmd->add_flag("--once", *once, "Print one snapshot and exit (no terminal control)");
+  cmd->add_flag("--once", *once, "Print one screen and exit (no terminal control): two snapshots --interval apart, the rates over it");
   cmd->add_option("--socket", *socket,
                   "The daemon's Unix socket (default: $JOADER_SOCKET, else $XDG_RUNTIME_DIR/joader.sock, else "
                   "/tmp/joader-$UID/joader.sock)");

@@ -181,6 +181,9 @@ Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_pat
   impl_ = std::make_unique<Impl>();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
+  // Its own connection: gRPC's global pool would hand a new Client the broken connection of an
+  // earlier one to a daemon that has since restarted on the same socket (its first call would fail).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   impl_->channel = grpc::CreateCustomChannel("unix:" + socket_, grpc::InsecureChannelCredentials(), args);
   impl_->stub = v1::Joader::NewStub(impl_->channel);
 }

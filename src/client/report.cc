@@ -16,8 +16,14 @@ nlohmann::json to_json(const v1::DatasetInfo& d) {
           {"skipped", d.skipped()},
           {"formats", d.formats()},
           {"unreadable", d.unreadable()},
+          {"fingerprint", d.fingerprint()},
+          {"reindexed", d.reindexed()},
           {"active_jobs", d.active_jobs()}};
 }
+
+bool finished(const v1::JobStatus& j) { return j.epochs() > 0 && j.epoch() >= j.epochs(); }
+
+std::string epoch_column(const v1::JobStatus& j) { return finished(j) ? "done" : std::to_string(j.epoch()); }
 
 double ld_ratio(const v1::StatusReply& s) {
   return s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
@@ -27,7 +33,8 @@ nlohmann::json to_json(const v1::StatusReply& s) {
   nlohmann::json datasets = nlohmann::json::array(), jobs = nlohmann::json::array();
   for (const auto& d : s.datasets()) datasets.push_back(to_json(d));
   for (const auto& j : s.jobs()) {
-    jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"delivered", j.delivered()},
+    jobs.push_back({{"name", j.name()}, {"dataset", j.dataset()}, {"epoch", j.epoch()}, {"finished", finished(j)},
+                    {"delivered", j.delivered()},
                     {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
                     {"items_per_second", j.items_per_second()}, {"queued", j.queued()}, {"planned", j.planned()},
                     {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()},

@@ -172,6 +172,12 @@ bool Dispatcher::can_take(const Job& j, uint64_t admitted) const {
          reserved_ + admitted + next_batch_bytes(j) <= capacity_;
 }
 
+double Dispatcher::shown_rate(JobKey key, double now) const {
+  const Job& j = jobs_.at(key);
+  const double idle = now - j.last_ack;
+  return idle > 0 ? std::min(j.rate, double(j.config.batch) / idle) : j.rate;
+}
+
 double Dispatcher::median_rate(uint32_t group) const {
   std::vector<double> rates;
   for (const auto& [slot, key] : groups_.at(group)) {

@@ -167,6 +167,10 @@ class Dispatcher {
   std::vector<JobKey> starving() const;
   // Seconds since the job last acknowledged a batch (or joined), as of the last next_round().
   double idle_seconds(JobKey job) const { return last_ - jobs_.at(job).last_ack; }
+  // The rate to show for a job at `now`: its measured rate (rate()), but never more than one batch
+  // per second since its last acknowledgement, so that a stalled job's rate falls towards 0
+  // rather than keeping the last value measured.
+  double shown_rate(JobKey job, double now) const;
 
   // Earns credit up to `now` (once per distinct `now`), then returns the next round that is due,
   // if any. Call it again after the sampler decided (and decided() was told) until it returns

@@ -88,6 +88,19 @@ TEST(Dispatcher, EqualSpeedJobsWithJitterLandInTheSameRounds) {
   for (Key k = 0; k < 3; ++k) EXPECT_NEAR(d.rate(k), 4000, 400) << "job " << k;
 }
 
+TEST(Dispatcher, AStalledJobsShownRateFallsTowardsZeroWhileItsPacingRateIsKept) {
+  Dispatcher d(UINT64_MAX, 0.0);
+  Driver drv(d);
+  drv.add_equal_jobs(1, 0.004, 0.0);  // 16 items every 4 ms: 4000 items/s
+  drv.run(0.0, 1.0);
+  ASSERT_NEAR(d.rate(0), 4000, 400);
+  EXPECT_NEAR(d.shown_rate(0, 1.0), d.rate(0), 1e-9) << "a job that keeps consuming shows its rate";
+  // It stops consuming at t = 1: its pace is kept (for when it comes back), what is shown falls.
+  EXPECT_NEAR(d.shown_rate(0, 2.0), 16.0, 1.0);
+  EXPECT_NEAR(d.shown_rate(0, 17.0), 1.0, 0.1);
+  EXPECT_NEAR(d.rate(0), 4000, 400);
+}
+
 TEST(Dispatcher, AStalledJobStopsDecidingAndItsPeersGoOn) {
   Dispatcher d(UINT64_MAX, 0.0);
   Driver drv(d);

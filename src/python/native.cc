@@ -314,7 +314,9 @@ PYBIND11_MODULE(_native, m) {
                py::gil_scoped_release nogil;
                info = c.add_dataset(req);
              }
-             return to_python(to_json(info));
+             nlohmann::json out = to_json(info);
+             out["existed"] = info.existed();
+             return to_python(out);
            })
       .def("list_datasets",
            [](Client& c) {

@@ -109,6 +109,7 @@ std::unique_ptr<Daemon> Daemon::start(const DaemonOptions& options, const std::f
   });
   for (const v1::DatasetInfo& ds : d->engine_->list_datasets()) {
     log("restored dataset '" + ds.name() + "' (" + std::to_string(ds.items()) + " items, " + ds.source() + ")");
+    if (!ds.reindexed().empty()) log("warning: dataset '" + ds.name() + "': " + ds.reindexed());
   }
   // The socket is ours, not gRPC's: each connection's uid is checked (SO_PEERCRED) before use.
   if (!options.socket.empty()) {

@@ -10,11 +10,13 @@
 
 namespace joader {
 
-bool DatasetStateFile::save(const std::vector<v1::AddDatasetRequest>& datasets) const {
+bool DatasetStateFile::save(const std::vector<SavedDataset>& datasets) const {
   nlohmann::json list = nlohmann::json::array();
-  for (const v1::AddDatasetRequest& r : datasets) {
+  for (const SavedDataset& d : datasets) {
+    const v1::AddDatasetRequest& r = d.spec;
     list.push_back({{"name", r.name()}, {"source", r.source()}, {"raw", r.raw()}, {"resize", r.resize()},
-                    {"crop", r.crop()}, {"on_error", r.on_error() == "skip" ? "skip" : "fail"}});
+                    {"crop", r.crop()}, {"on_error", r.on_error() == "skip" ? "skip" : "fail"},
+                    {"fingerprint", d.fingerprint}, {"items", d.items}});
   }
   const std::string tmp = path_ + ".tmp";
   {
@@ -25,14 +27,15 @@ bool DatasetStateFile::save(const std::vector<v1::AddDatasetRequest>& datasets) 
   return std::rename(tmp.c_str(), path_.c_str()) == 0;
 }
 
-std::vector<v1::AddDatasetRequest> DatasetStateFile::load() const {
-  std::vector<v1::AddDatasetRequest> out;
+std::vector<SavedDataset> DatasetStateFile::load() const {
+  std::vector<SavedDataset> out;
   std::ifstream in(path_);
   if (!in) return out;  // nothing saved yet
   try {
     const nlohmann::json doc = nlohmann::json::parse(in);
     for (const auto& d : doc.at("datasets")) {
-      v1::AddDatasetRequest req;
+      SavedDataset saved;
+      v1::AddDatasetRequest& req = saved.spec;
       req.set_protocol_version(kProtocolVersion);
       req.set_name(d.at("name").get<std::string>());
       req.set_source(absolute_source(d.at("source").get<std::string>()));
@@ -40,7 +43,9 @@ std::vector<v1::AddDatasetRequest> DatasetStateFile::load() const {
       req.set_resize(d.at("resize").get<uint32_t>());
       req.set_crop(d.at("crop").get<uint32_t>());
       req.set_on_error(d.at("on_error").get<std::string>());
-      out.push_back(std::move(req));
+      saved.fingerprint = d.value("fingerprint", std::string());
+      saved.items = d.value("items", uint64_t{0});
+      out.push_back(std::move(saved));
     }
   } catch (const nlohmann::json::exception& e) {
     throw DatasetStateError(path_ + " is not a valid dataset list: " + e.what());

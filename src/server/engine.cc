@@ -61,6 +61,8 @@ struct Engine::Dataset {
   std::unordered_set<ItemId> skipped;  // under on_error skip: the items that could not be prepared
   std::string formats;                 // own size: "JPEG 200, PNG 40"
   uint64_t unreadable = 0;             // own size: files whose header could not be read (skipped)
+  std::string fingerprint;             // of the item list (source.h)
+  std::string reindexed;               // what a restart's re-index found changed; "" if nothing
 
   bool skip_bad_items() const { return spec.on_error() == "skip"; }
   uint64_t bytes_of(ItemId item) const { return item_sizes.empty() ? item_bytes : item_sizes[item]; }
@@ -204,13 +206,27 @@ v1::DatasetInfo Engine::info(const Dataset& ds) const {
   out.set_skipped(ds.skipped.size());
   out.set_formats(ds.formats);
   out.set_unreadable(ds.unreadable);
+  out.set_fingerprint(ds.fingerprint);
+  out.set_reindexed(ds.reindexed);
   out.set_active_jobs(ds.jobs.size());
   return out;
 }
 
-static bool same_spec(const v1::AddDatasetRequest& a, const v1::AddDatasetRequest& b) {
-  return a.source() == b.source() && a.raw() == b.raw() && a.resize() == b.resize() && a.crop() == b.crop() &&
-         (a.on_error() == "skip") == (b.on_error() == "skip");
+// The fields in which a request differs from a registered dataset's, e.g. "on_error fail (this
+// request: skip)"; empty when they are the same dataset.
+static std::string spec_difference(const v1::AddDatasetRequest& have, const v1::AddDatasetRequest& asked) {
+  std::string out;
+  auto field = [&out](const char* name, const std::string& a, const std::string& b) {
+    if (a != b) out += std::string(out.empty() ? "" : ", ") + name + " " + a + " (this request: " + b + ")";
+  };
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  auto mode = [](const v1::AddDatasetRequest& r) { return std::string(r.on_error() == "skip" ? "skip" : "fail"); };
+  field("source", have.source(), asked.source());
+  field("raw", flag(have.raw()), flag(asked.raw()));
+  field("resize", std::to_string(have.resize()), std::to_string(asked.resize()));
+  field("crop", std::to_string(have.crop()), std::to_string(asked.crop()));
+  field("on_error", mode(have), mode(asked));
+  return out;
 }
 
 uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& progress) {
@@ -308,14 +324,17 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   if (req.raw() && (req.crop() != 0 || req.resize() != 0)) {
     throw EngineError(EngineError::kInvalidArgument, "a raw dataset passes the stored bytes through: it takes no resize or crop");
   }
-  auto check_duplicate = [&]() -> std::optional<v1::DatasetInfo> {
-    mu_.assert_held();  // called under the lock, twice
+  // A registered dataset of this name: refused when its spec differs, else returned (an identical
+  // re-add, answered once the source is indexed again and its item list compared).
+  auto check_duplicate = [&]() -> const Dataset* {
+    mu_.assert_held();  // called under the lock, three times
     auto it = datasets_.find(req.name());
-    if (it == datasets_.end()) return std::nullopt;
-    if (same_spec(it->second->spec, req)) return info(*it->second);
-    throw EngineError(EngineError::kAlreadyExists, "dataset '" + req.name() + "' already exists with source " +
-                                                       it->second->spec.source() + " (" + it->second->prep.describe() +
-                                                       "); remove it first or choose another name");
+    if (it == datasets_.end()) return nullptr;
+    if (const std::string diff = spec_difference(it->second->spec, req); !diff.empty()) {
+      throw EngineError(EngineError::kAlreadyExists, "dataset '" + req.name() + "' already exists with " + diff +
+                                                         "; remove it first or choose another name");
+    }
+    return it->second.get();
   };
   auto check_room = [&] {
     mu_.assert_held();
@@ -326,8 +345,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   };
   {
     MutexLock lk(mu_);
-    if (auto existing = check_duplicate()) return *existing;
-    check_room();
+    if (!check_duplicate()) check_room();
   }
 
   auto ds = std::make_unique<Dataset>();
@@ -345,6 +363,28 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
         options_.data_root);  // indexing: outside the lock
   } catch (const SourceError& e) {
     throw EngineError(EngineError::kInvalidArgument, e.what());
+  }
+  ds->fingerprint = fingerprint(*ds->source);
+  // The same item list is the same dataset (a no-op); another one would silently give the ids jobs
+  // hold (a resume, a train/val split) other files.
+  auto answer_existing = [&](const Dataset& existing) {
+    mu_.assert_held();
+    if (existing.fingerprint != ds->fingerprint) {
+      throw EngineError(EngineError::kFailedPrecondition,
+                        "dataset '" + req.name() + "' already exists with " + std::to_string(existing.source->size()) +
+                            " items (fingerprint " + existing.fingerprint + "), but its source now lists " +
+                            std::to_string(ds->source->size()) + " (fingerprint " + ds->fingerprint +
+                            "): its files changed since it was added, and the item ids jobs use would name other "
+                            "files. Remove the dataset and add it again once no job uses it, or add the new list "
+                            "under another name");
+    }
+    v1::DatasetInfo out = info(existing);
+    out.set_existed(true);
+    return out;
+  };
+  {
+    MutexLock lk(mu_);
+    if (const Dataset* existing = check_duplicate()) return answer_existing(*existing);
   }
   const size_t n = ds->source->size();
   uint64_t largest = prepared_size(ds->prep);
@@ -364,7 +404,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   }
 
   MutexLock lk(mu_);
-  if (auto existing = check_duplicate()) return *existing;  // added meanwhile by another client
+  if (const Dataset* existing = check_duplicate()) return answer_existing(*existing);  // added meanwhile
   check_room();
   if (ds->item_bytes > store_->capacity()) {
     throw EngineError(EngineError::kResourceExhausted,
@@ -413,25 +453,34 @@ void Engine::check_invariants(const char* after) const {
 
 void Engine::save_datasets() const {
   if (options_.state_path.empty()) return;
-  std::vector<v1::AddDatasetRequest> specs;
-  for (const auto& [name, ds] : datasets_) specs.push_back(ds->spec);
-  DatasetStateFile(options_.state_path).save(specs);
+  std::vector<SavedDataset> saved;
+  for (const auto& [name, ds] : datasets_) saved.push_back({ds->spec, ds->fingerprint, ds->source->size()});
+  DatasetStateFile(options_.state_path).save(saved);
 }
 
 void Engine::restore_datasets(const std::function<void(const std::string&, const std::string&)>& on_error) {
   if (options_.state_path.empty()) return;
-  std::vector<v1::AddDatasetRequest> saved;
+  std::vector<SavedDataset> saved;
   try {
     saved = DatasetStateFile(options_.state_path).load();
   } catch (const DatasetStateError& e) {
     on_error("(all)", e.what());
     return;
   }
-  for (const v1::AddDatasetRequest& req : saved) {
+  for (const SavedDataset& s : saved) {
     try {
-      add_dataset(req, {});
+      const v1::DatasetInfo added = add_dataset(s.spec, {});
+      if (s.fingerprint.empty() || added.fingerprint() == s.fingerprint) continue;
+      MutexLock lk(mu_);
+      const auto it = datasets_.find(s.spec.name());
+      if (it == datasets_.end()) continue;  // removed meanwhile
+      it->second->reindexed = "its files changed while the daemon was down: re-indexed at its start, it lists " +
+                              std::to_string(added.items()) + " items (fingerprint " + added.fingerprint() +
+                              "), it listed " + std::to_string(s.items) + " (fingerprint " + s.fingerprint +
+                              ") when saved; item ids may name other files than before, and jobs saved before "
+                              "cannot resume on it";
     } catch (const EngineError& e) {
-      on_error(req.name(), e.what());
+      on_error(s.spec.name(), e.what());
     }
   }
 }
@@ -733,18 +782,21 @@ void Engine::fit_window(Job& j) {
 }
 
 std::string Engine::no_room_for_job(const Job& j) const {
-  std::vector<const Job*> holders;
+  struct Holder {
+    double idle;
+    const Job* job;
+  };
+  std::vector<Holder> holders;  // the longest idle first: the likeliest to be forgotten
   for (const auto& [id, other] : jobs_) {
-    if (other.get() != &j && dispatcher_.queued(id) > 0) holders.push_back(other.get());
+    if (other.get() != &j && dispatcher_.queued(id) > 0) holders.push_back({dispatcher_.idle_seconds(id), other.get()});
   }
-  std::sort(holders.begin(), holders.end(),
-            [this](const Job* a, const Job* b) { return dispatcher_.idle_seconds(a->id) > dispatcher_.idle_seconds(b->id); });
+  std::sort(holders.begin(), holders.end(), [](const Holder& a, const Holder& b) { return a.idle > b.idle; });
   std::string who;
   for (size_t i = 0; i < holders.size() && i < 8; ++i) {
     char idle[32];
-    std::snprintf(idle, sizeof idle, "%.0f", dispatcher_.idle_seconds(holders[i]->id));
-    who += (who.empty() ? "" : ", ") + holders[i]->name + " (" + std::to_string(dispatcher_.queued(holders[i]->id)) +
-           " items, idle " + idle + " s)";
+    std::snprintf(idle, sizeof idle, "%.0f", holders[i].idle);
+    who += (who.empty() ? "" : ", ") + holders[i].job->name + " (" +
+           std::to_string(dispatcher_.queued(holders[i].job->id)) + " items, idle " + idle + " s)";
   }
   if (holders.size() > 8) who += " and " + std::to_string(holders.size() - 8) + " more";
   return "no room in the cache for a batch of job " + j.name + ": " + std::to_string(dispatcher_.reserved_bytes()) +
@@ -1131,6 +1183,7 @@ void Engine::close_job(JobId id) {
 v1::StatusReply Engine::status() {
   MutexLock lk(mu_);
   v1::StatusReply out;
+  const double t = now();
   out.set_loads(n_loads_);
   out.set_deliveries(n_deliveries_);
   out.set_hits(n_hits_);
@@ -1164,7 +1217,7 @@ v1::StatusReply Engine::status() {
     s->set_epoch(j->epoch);
     s->set_delivered(j->delivered);
     s->set_delivered_in_epoch(j->delivered_in_epoch);
-    s->set_items_per_second(dispatcher_.rate(id));
+    s->set_items_per_second(dispatcher_.shown_rate(id, t));
     s->set_queued(dispatcher_.queued(id));
     s->set_planned(j->planned);
     s->set_batch_size(j->batch);

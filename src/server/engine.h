@@ -124,9 +124,15 @@ class Engine {
 
   const SharedArena& arena() const { return arena_; }
 
+  // Indexes the source (progress(n) as it goes) and registers the dataset. A dataset of that name
+  // with another spec is refused naming the fields that differ (kAlreadyExists); one with the same
+  // spec is compared by the fingerprint of the freshly indexed item list: the same list answers
+  // its info with existed set and adds nothing, another list is refused (kFailedPrecondition),
+  // since the ids jobs hold would name other files.
   v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, const std::function<void(size_t)>& progress);
   // Re-adds the datasets saved in options.state_path; calls on_error(name, message) for each one
-  // that cannot be restored (its source moved, say) and goes on.
+  // that cannot be restored (its source moved, say) and goes on. A dataset whose item list is not
+  // the one saved is served as now indexed, with DatasetInfo.reindexed saying what changed.
   void restore_datasets(const std::function<void(const std::string&, const std::string&)>& on_error);
   std::vector<v1::DatasetInfo> list_datasets();
   void remove_dataset(const std::string& name);

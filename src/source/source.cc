@@ -2,7 +2,37 @@
 
 #include "source/source_io.h"
 
+#include <cstdio>
+
 namespace joader {
+
+std::string fingerprint(const Source& source) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
+  auto mix = [&h](const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ULL;
+  };
+  auto mix_u64 = [&mix](uint64_t v) {
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(v >> (8 * i));
+    mix(le, sizeof le);
+  };
+  auto mix_text = [&](const std::string& text) {
+    mix_u64(text.size());  // length-prefixed: no two lists hash the same bytes
+    mix(text.data(), text.size());
+  };
+  mix_u64(source.size());
+  for (uint32_t i = 0; i < source.size(); ++i) {
+    const ItemMeta& item = source.item(i);
+    mix_text(item.path);
+    mix_u64(static_cast<uint64_t>(item.label));
+    mix_u64(item.size);
+  }
+  mix_u64(source.classes().size());
+  for (const std::string& c : source.classes()) mix_text(c);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 std::unique_ptr<Source> open_source(const std::string& spec, const std::function<void(size_t)>& progress,
                                     const std::string& data_root) {

@@ -79,6 +79,13 @@ class Source {
   virtual std::string describe() const = 0;
 };
 
+// The identity of a source's item list, as 16 hex digits: a 64-bit FNV-1a hash of, for every item in
+// order, its path (as item() gives it), label and stored size, then the class names. Two indexings
+// of an unchanged folder agree; a file added, removed, renamed, relabelled or resized changes it.
+// Contents and mtimes are not read: a file rewritten in place with the same size keeps it (so
+// does `touch`). Datasets show it (status, DatasetInfo.fingerprint); Python's state_dict() keeps it.
+std::string fingerprint(const Source& source);
+
 // Opens and indexes a source; progress(n) is called about every 1000 items indexed (may be empty).
 //
 // imagefolder:DIR gives torchvision's ImageFolder(DIR).samples exactly: the classes are the sorted

@@ -2,6 +2,7 @@
 
 #include <lmdb.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,28 @@ TEST_F(SourceTest, ImageFolderOrderAndLabelsMatchTorchvision) {
   EXPECT_EQ(source->item(9).size, 0u);  // the broken symlink
   EXPECT_EQ(read_item(*source, 2), bytes_of("bbbbb"));
   EXPECT_EQ(source->describe(), "imagefolder:" + path("train") + " (14 items, 5 classes)");
+}
+
+TEST_F(SourceTest, FingerprintChangesWithTheItemListNotWithMtimes) {
+  write("train/a/1.jpg", "one");
+  write("train/b/2.jpg", "two");
+  const std::string spec = "imagefolder:" + path("train");
+  const std::string before = fingerprint(*open_source(spec));
+  EXPECT_EQ(before.size(), 16u);
+  EXPECT_EQ(fingerprint(*open_source(spec)), before) << "indexing twice";
+  fs::last_write_time(path("train/a/1.jpg"), fs::file_time_type::clock::now() - std::chrono::hours(1));
+  EXPECT_EQ(fingerprint(*open_source(spec)), before) << "touch changes nothing a job sees";
+
+  write("train/a/0.jpg", "zero");  // item 0 is now another file
+  const std::string added = fingerprint(*open_source(spec));
+  EXPECT_NE(added, before);
+  fs::remove(path("train/a/0.jpg"));
+  EXPECT_EQ(fingerprint(*open_source(spec)), before);
+  write("train/b/2.jpg", "two, longer");
+  EXPECT_NE(fingerprint(*open_source(spec)), before) << "a resized file";
+  write("train/b/2.jpg", "two");
+  fs::rename(path("train/b"), path("train/c"));  // same files, another class name
+  EXPECT_NE(fingerprint(*open_source(spec)), before);
 }
 
 TEST_F(SourceTest, ImageFolderPathsJoinLikeOsPathJoin) {

@@ -1,17 +1,19 @@
 """What a new user meets in the first hour: loops written as for torch's DataLoader, names that
 stay the same across processes, and Ctrl-C while waiting for a daemon that does not answer."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
 
 import joader
 import joader.torch
-from conftest import BUILD, Daemon
+from conftest import BUILD, Daemon, make_images
 
 
 def test_a_dataloader_iterates_like_torchs_one_epoch_per_pass_as_many_passes_as_the_loop_makes(client):
@@ -127,3 +129,90 @@ def test_a_loader_that_cannot_get_room_gets_an_error_naming_the_jobs_that_hold_i
     finally:
         daemon.stop()
 
+
+
+def test_no_silent_change_of_data_a_changed_folder_is_named_at_re_add_resume_and_restart(workdir):
+    images = os.path.join(workdir, "images")
+    make_images(images, classes=2, per_class=5)
+    source = "imagefolder:" + images
+    daemon = Daemon(workdir)
+    try:
+        client = joader.Client(daemon.socket)
+        first = client.add_dataset("eval", source=source, resize=16, crop=16)
+        assert len(first["fingerprint"]) == 16 and not first["existed"]
+        again = client.add_dataset("eval", source=source, resize=16, crop=16)
+        assert again["existed"] and again["fingerprint"] == first["fingerprint"], "an identical re-add is a no-op"
+        with pytest.raises(joader.JoaderError, match=r"already exists with on_error fail \(this request: skip\)"):
+            client.add_dataset("eval", source=source, resize=16, crop=16, on_error="skip")
+
+        loader = joader.torch.DataLoader("eval", batch_size=4, client=client)
+        next(iter(loader))
+        state = loader.state_dict()
+        assert state["fingerprint"] == first["fingerprint"] and state["dataset_items"] == 10
+        loader.close()
+
+        shutil.copy(os.path.join(images, "class0", os.listdir(os.path.join(images, "class0"))[0]),
+                    os.path.join(images, "class0", "000-new.jpg"))  # sorts first: every id of class 0 shifts
+        with pytest.raises(joader.JoaderError, match=r"already exists with 10 items .* now lists 11 .*files changed") \
+                as e:
+            client.add_dataset("eval", source=source, resize=16, crop=16)
+        assert e.value.code == 9  # FAILED_PRECONDITION
+        assert client.dataset("eval")["items"] == 10, "the registered list is still served"
+    finally:
+        daemon.stop()
+
+    # A restart re-indexes and says so, in the log and in status; the old state cannot resume on it.
+    daemon = Daemon(workdir)
+    try:
+        client = joader.Client(daemon.socket)
+        info = client.dataset("eval")
+        assert info["items"] == 11 and info["fingerprint"] != first["fingerprint"]
+        assert "re-indexed" in info["reindexed"] and "it lists 11 items" in info["reindexed"], info["reindexed"]
+        assert "warning: dataset 'eval': its files changed while the daemon was down" in daemon.output()
+        assert "warning: dataset 'eval'" in daemon.cli("status").stdout
+        with pytest.raises(ValueError, match=r"listed 10 items .* now lists 11 .*files changed"):
+            joader.torch.DataLoader("eval", batch_size=4, client=client, state=state)
+        with pytest.raises(ValueError, match="files changed"):
+            joader.Loader("eval", batch_size=4, client=client, state=state)
+    finally:
+        daemon.stop()
+
+
+def test_a_loader_continues_exactly_after_its_daemon_is_killed_and_restarted(workdir, capfd):
+    daemon = Daemon(workdir)
+    restarted = []
+    try:
+        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:60:16x16", crop=16)
+        loader = joader.Loader("synth", batch_size=7, epochs=2, prefetch=2, client=joader.Client(daemon.socket))
+        epochs = {0: [], 1: []}
+        for n, batch in enumerate(loader):
+            epochs[batch.epoch] += batch.indices.tolist()
+            if n == 3:  # mid-epoch, batches prepared ahead: kill -9, and a new daemon a second later
+                daemon.stop(signal.SIGKILL)
+                threading.Timer(1.0, lambda: restarted.append(Daemon(workdir))).start()
+        assert restarted, "the loop went on through the restart"
+        for e in (0, 1):
+            assert sorted(epochs[e]) == list(range(60)), f"epoch {e}: every item exactly once"
+        err = capfd.readouterr().err
+        assert "waiting up to 60 s for the daemon to come back" in err and "reconnected; continuing epoch 0" in err
+    finally:
+        for d in [daemon, *restarted]:
+            if d.proc.poll() is None:
+                d.stop()
+
+
+def test_a_loader_without_reconnect_fails_at_once_when_the_daemon_is_lost(workdir):
+    daemon = Daemon(workdir)
+    try:
+        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:60:16x16", crop=16)
+        loader = joader.Loader("synth", batch_size=7, client=joader.Client(daemon.socket), reconnect=False)
+        it = iter(loader)
+        next(it)
+        daemon.stop(signal.SIGKILL)
+        with pytest.raises(joader.JoaderError) as e:
+            for _ in it:
+                pass
+        assert e.value.code == 14
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.stop()

@@ -153,3 +153,24 @@ def test_top_shows_jobs_cache_and_sharing_live_and_quits_on_q_or_ctrl_c(client, 
     wait_until_no_jobs(client)
     once = subprocess.run([JOADER, "top", "--once", "--socket", daemon.socket], capture_output=True, text=True)
     assert once.returncode == 0 and "(no jobs)" in once.stdout and "\x1b" not in once.stdout
+
+
+def test_top_once_shows_whole_names_wait_shares_over_its_interval_and_stalled_rates_falling(client, daemon):
+    client.add_dataset("s", source="synthetic:40:48x40", crop=16)
+    name = "a-rather-long-job-name-of-a-sweep-run-17"
+    stalled = joader.Loader("s", name=name, batch_size=4, epochs=None, client=client)
+    it = iter(stalled)
+    for _ in range(5):
+        next(it)  # then it stops consuming
+    time.sleep(1.5)
+    once = subprocess.run([JOADER, "top", "--once", "--interval", "0.3", "--socket", daemon.socket],
+                          capture_output=True, text=True, timeout=30)
+    assert once.returncode == 0, once.stderr
+    rows = {line.split()[0]: line.split() for line in once.stdout.splitlines() if line.startswith("a-rather")}
+    assert name in rows, once.stdout  # whole, not cut at 24 characters
+    assert rows[name][-2] == "0", f"WAIT% over the interval, not '-': {once.stdout}"
+    jobs = {j["name"]: j for j in client.status()["jobs"]}
+    assert not jobs[name]["finished"]  # "done" once finished: src/client/report_test.cc
+    # 4 items per batch, idle for over 1.5 s: at most 4 / 1.5 items/s shown, not the rate it had.
+    assert jobs[name]["items_per_second"] < 3, jobs[name]
+    stalled.close()
