@@ -5,7 +5,7 @@ project's CMake build, configured with -DPython_EXECUTABLE set to the interprete
 the module fits that interpreter. Where the build happens:
   - $JOADER_BUILD_DIR, if set (configured here if it is not yet);
   - else build/ when `make build` already made it for this same interpreter (nothing is rebuilt);
-  - else build-pip/<python tag>/ (a full build: several minutes on 2 cores; `pip install -v .`
+  - else build-pip/<python tag>/ (the module and the executable: about a minute on 2 cores; `pip install -v .`
     shows CMake's progress).
 $JOADER_JOBS sets the parallel build jobs (default: the CPU count).
 """

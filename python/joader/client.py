@@ -84,6 +84,12 @@ class Client:
     def remove_dataset(self, name):
         self._native.remove_dataset(name)
 
+    def end_job(self, name):
+        """Ends the job `name` (as status() lists it), e.g. a stale notebook loader that holds the
+        cache: its reservation is released now, and its loader gets a JoaderError (code 9) saying
+        it was ended. JoaderError code 5 when no job has that name."""
+        self._native.end_job(name)
+
     def status(self):
         """The daemon's counters: loads, deliveries, ld_ratio, hits, cache use, datasets, jobs."""
         return self._native.status()

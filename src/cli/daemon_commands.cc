@@ -216,6 +216,18 @@ int run_dataset_list(const std::string& socket, bool json) {
   }
 }
 
+int run_job_rm(const std::string& socket, const std::string& name) {
+  try {
+    Client(socket).end_job(name);
+    fmt::print("ended job '{}': its cache reservation is released; its loader, if it is still running, gets "
+               "an error saying so\n", name);
+    return 0;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return 1;
+  }
+}
+
 int run_dataset_rm(const std::string& socket, const std::string& name) {
   try {
     Client(socket).remove_dataset(name);
@@ -357,6 +369,17 @@ void add_dataset_command(CLI::App& app, int& exit_code) {
   r->add_option("name", *rm_name, "Dataset name")->required();
   add_socket_option(r, *rm_socket);
   r->callback([rm_socket, rm_name, &exit_code] { exit_code = run_dataset_rm(*rm_socket, *rm_name); });
+}
+
+void add_job_command(CLI::App& app, int& exit_code) {
+  CLI::App* job = app.add_subcommand("job", "End the daemon's jobs (see them with joader status)");
+  job->require_subcommand(1);
+  auto job_socket = std::make_shared<std::string>();
+  auto job_name = std::make_shared<std::string>();
+  CLI::App* jr = job->add_subcommand("rm", "End a job by name, e.g. a stale notebook loader that holds the cache");
+  jr->add_option("name", *job_name, "Job name (as joader status shows it)")->required();
+  add_socket_option(jr, *job_socket);
+  jr->callback([job_socket, job_name, &exit_code] { exit_code = run_job_rm(*job_socket, *job_name); });
 }
 
 void add_status_command(CLI::App& app, int& exit_code) {

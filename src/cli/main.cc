@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   joader::cli::add_serve_command(app, exit_code);
   joader::cli::add_dataset_command(app, exit_code);
+  joader::cli::add_job_command(app, exit_code);
   joader::cli::add_status_command(app, exit_code);
   joader::cli::add_top_command(app, exit_code);
   joader::cli::add_simulate_command(app, exit_code);

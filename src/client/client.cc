@@ -228,6 +228,15 @@ void Client::remove_dataset(const std::string& name) {
   if (!s.ok()) throw to_error(s, socket_);
 }
 
+void Client::end_job(const std::string& name) {
+  grpc::ClientContext ctx;
+  v1::EndJobRequest req;
+  req.set_name(name);
+  v1::EndJobReply reply;
+  const grpc::Status s = interruptible(ctx, interrupt_, [&] { return impl_->stub->EndJob(&ctx, req, &reply); });
+  if (!s.ok()) throw to_error(s, socket_);
+}
+
 v1::StatusReply Client::status() {
   grpc::ClientContext ctx;
   v1::StatusReply reply;

@@ -131,6 +131,8 @@ class Client {
   v1::DatasetInfo add_dataset(v1::AddDatasetRequest request, const std::function<void(uint64_t)>& progress = {});
   std::vector<v1::DatasetInfo> list_datasets();
   void remove_dataset(const std::string& name);
+  // Ends another process's job by name (its resources are released; its loader gets an error).
+  void end_job(const std::string& name);
   v1::StatusReply status();
   std::unique_ptr<Job> open_job(const JobOptions& options);
 

@@ -329,6 +329,11 @@ PYBIND11_MODULE(_native, m) {
              for (const auto& d : datasets) out.push_back(to_json(d));
              return to_python(out);
            })
+      .def("end_job",
+           [](Client& c, const std::string& name) {
+             py::gil_scoped_release nogil;
+             c.end_job(name);
+           })
       .def("remove_dataset",
            [](Client& c, const std::string& name) {
              py::gil_scoped_release nogil;

@@ -656,6 +656,7 @@ std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) co
 
 std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
   auto it = jobs_.find(id);
+  if (const auto ended = ended_.find(id); it == jobs_.end() && ended != ended_.end()) throw ended->second;
   if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, "no such job");
   return it->second;
 }
@@ -802,7 +803,7 @@ std::string Engine::no_room_for_job(const Job& j) const {
   return "no room in the cache for a batch of job " + j.name + ": " + std::to_string(dispatcher_.reserved_bytes()) +
          " of " + std::to_string(store_->capacity()) + " bytes are reserved by the items other jobs hold" +
          (who.empty() ? std::string() : " — " + who) +
-         "; close loaders that are not in use (idle ones keep only the batches they were sent), use a smaller "
+         "; close loaders that are not in use or end them with `joader job rm NAME` (idle ones keep only the batches they were sent), use a smaller "
          "batch or prefetch, or start the daemon with a larger --cache-size";
 }
 
@@ -1038,6 +1039,7 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
 Engine::Poll Engine::poll_batch(JobId id, BatchOut* out) {
   MutexLock lk(mu_);
   auto it = jobs_.find(id);
+  if (const auto ended = ended_.find(id); it == jobs_.end() && ended != ended_.end()) throw ended->second;
   if (it == jobs_.end()) throw EngineError(EngineError::kUnavailable, "job closed");
   return take_batch(*it->second, out);
 }
@@ -1171,9 +1173,23 @@ void Engine::release(Job& j) {
 
 void Engine::close_job(JobId id) {
   MutexLock lk(mu_);
+  ended_.erase(id);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   std::shared_ptr<Job> keep = it->second;
+  release(*keep);
+}
+
+void Engine::end_job(const std::string& name) {
+  check_text("the job name", name, kMaxNameBytes);
+  MutexLock lk(mu_);
+  const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&name](const auto& j) { return j.second->name == name; });
+  if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, "no job named '" + name + "'");
+  std::shared_ptr<Job> keep = it->second;
+  const EngineError why(EngineError::kFailedPrecondition,
+                        "job " + name + " was ended by another client (joader job rm " + name + ")");
+  ended_.emplace(keep->id, why);
+  fail_job(*keep, why.code(), why.what());
   release(*keep);
 }
 

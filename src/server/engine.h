@@ -159,6 +159,11 @@ class Engine {
   void ack(JobId job, uint64_t seq, double wait_seconds = 0);
   // Ends the job now: its pins, queue and sampler bit are released at once. Idempotent.
   void close_job(JobId job);
+  // Ends the job named `name` for another client (`joader job rm`), also while its own process
+  // does not answer: released as by close_job, and its own poll_batch/ack fail with
+  // kFailedPrecondition saying it was ended so (not "job closed", which a client reconnects on).
+  // kNotFound when no job has that name.
+  void end_job(const std::string& name);
   // Fails every job with "server shutting down" and stops the threads.
   void shutdown();
 
@@ -247,6 +252,8 @@ class Engine {
   std::vector<Dataset*> dataset_by_index_ JOADER_GUARDED_BY(mu_);         // nullptr once removed
   std::vector<std::unique_ptr<Dataset>> retired_ JOADER_GUARDED_BY(mu_);  // removed, still referenced by loads
   std::map<JobId, std::shared_ptr<Job>> jobs_ JOADER_GUARDED_BY(mu_);
+  // Jobs ended by end_job() whose own stream has not closed yet: the error it gets.
+  std::map<JobId, EngineError> ended_ JOADER_GUARDED_BY(mu_);
   JobId next_job_id_ JOADER_GUARDED_BY(mu_) = 1;
   std::unordered_map<CacheKey, Load> loads_ JOADER_GUARDED_BY(mu_);
   std::deque<CacheKey> tasks_ JOADER_GUARDED_BY(mu_);

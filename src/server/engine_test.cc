@@ -602,6 +602,45 @@ TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSpl
   EXPECT_EQ(engine.status().pinned_bytes(), 0u);
 }
 
+TEST(EngineJobs, EndJobReleasesAJobAtOnceAndItsOwnCallsSayWhoEndedIt) {
+  EngineOptions o = small_engine();
+  o.check_invariants = true;
+  Engine engine(o);
+  engine.add_dataset(synthetic("s", 64), {});
+  v1::Register req = job_request("s", 8, 0, 2);
+  req.set_name("stale");
+  v1::Registered reply;
+  const Engine::JobId id = engine.open_job(req, &reply);
+  BatchOut b;
+  ASSERT_TRUE(engine.next_batch(id, &b));  // one batch taken, never acknowledged: pinned
+  EXPECT_GT(engine.status().pinned_bytes(), 0u);
+  try {
+    engine.end_job("nobody");
+    ADD_FAILURE() << "ended a job that does not exist";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), EngineError::kNotFound);
+  }
+  engine.end_job("stale");
+  EXPECT_EQ(engine.status().jobs_size(), 0);
+  EXPECT_EQ(engine.status().pinned_bytes(), 0u) << "released at once, without its process";
+  for (auto call : {std::function<void()>([&] { engine.poll_batch(id, &b); }),
+                    std::function<void()>([&] { engine.ack(id, b.seq); })}) {
+    try {
+      call();
+      ADD_FAILURE() << "a call of the ended job succeeded";
+    } catch (const EngineError& e) {
+      EXPECT_EQ(e.code(), EngineError::kFailedPrecondition);
+      EXPECT_NE(std::string(e.what()).find("was ended by another client"), std::string::npos) << e.what();
+    }
+  }
+  engine.close_job(id);  // its stream ends: then it is an unknown job like any other
+  try {
+    engine.poll_batch(id, &b);
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), EngineError::kUnavailable);
+  }
+}
+
 TEST(EngineDatasets, RefusesRelativeSourcePathsWhichWouldBeReadInTheDaemonsDirectory) {
   Engine engine(small_engine());
   for (const char* source : {"imagefolder:photos", "filelist:list.txt", "lmdb:./db"}) {

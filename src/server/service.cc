@@ -48,6 +48,16 @@ grpc::Status JoaderService::RemoveDataset(grpc::ServerContext* ctx, const v1::Re
   }
 }
 
+grpc::Status JoaderService::EndJob(grpc::ServerContext* ctx, const v1::EndJobRequest* req, v1::EndJobReply*) {
+  if (grpc::Status s = admit(ctx->peer()); !s.ok()) return s;
+  try {
+    engine_.end_job(req->name());
+    return grpc::Status::OK;
+  } catch (const EngineError& e) {
+    return to_status(e);
+  }
+}
+
 grpc::Status JoaderService::Status(grpc::ServerContext* ctx, const v1::StatusRequest*, v1::StatusReply* reply) {
   if (grpc::Status s = admit(ctx->peer()); !s.ok()) return s;
   *reply = engine_.status();

@@ -10,7 +10,7 @@
 
 namespace joader {
 
-// Control calls (AddDataset, ListDatasets, RemoveDataset, Status) are synchronous handlers; the
+// Control calls (AddDataset, ListDatasets, RemoveDataset, Status, EndJob) are synchronous handlers; the
 // Job stream uses gRPC's callback API through JobStreams, so that no thread waits per job.
 class JoaderService final : public v1::Joader::WithCallbackMethod_Job<v1::Joader::Service> {
  public:
@@ -29,6 +29,7 @@ class JoaderService final : public v1::Joader::WithCallbackMethod_Job<v1::Joader
                             v1::ListDatasetsReply* reply) override;
   grpc::Status RemoveDataset(grpc::ServerContext* ctx, const v1::RemoveDatasetRequest* req,
                              v1::RemoveDatasetReply* reply) override;
+  grpc::Status EndJob(grpc::ServerContext* ctx, const v1::EndJobRequest* req, v1::EndJobReply* reply) override;
   grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusReply* reply) override;
   grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* Job(grpc::CallbackServerContext* ctx) override;
 

@@ -174,3 +174,23 @@ def test_top_once_shows_whole_names_wait_shares_over_its_interval_and_stalled_ra
     # 4 items per batch, idle for over 1.5 s: at most 4 / 1.5 items/s shown, not the rate it had.
     assert jobs[name]["items_per_second"] < 3, jobs[name]
     stalled.close()
+
+
+def test_job_rm_ends_a_stale_job_at_once_and_its_loader_is_told_who_ended_it(client, daemon):
+    client.add_dataset("s", source="synthetic:40:48x40", crop=16)
+    stale = joader.Loader("s", name="stale-notebook", batch_size=4, epochs=None, client=client)
+    it = iter(stale)
+    next(it)  # then left open, as a notebook leaves it
+    assert client.status()["pinned_bytes"] > 0
+    r = daemon.cli("job", "rm", "stale-notebook")
+    assert "ended job 'stale-notebook'" in r.stdout
+    status = client.status()
+    assert status["jobs"] == [] and status["pinned_bytes"] == 0, "released at once, not when the loader comes back"
+    with pytest.raises(joader.JoaderError, match=r"job stale-notebook was ended by another client") as e:
+        for _ in range(20):  # batches it had already received come first
+            next(it)
+    assert e.value.code == 9, "not UNAVAILABLE: a loader does not reconnect to a job that was ended"
+    missing = daemon.cli("job", "rm", "stale-notebook", check=False)
+    assert missing.returncode == 1 and "no job named 'stale-notebook'" in missing.stderr
+    with pytest.raises(joader.JoaderError, match="no job named 'other'"):
+        client.end_job("other")
