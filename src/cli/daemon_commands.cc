@@ -250,8 +250,12 @@ void print_status(const v1::StatusReply& s, bool json, bool watching) {
   fmt::print("cache {} of {} ({} pinned), policy {}, {} loader threads, up {:.0f} s\n", human_bytes(double(s.cache_bytes())),
              human_bytes(double(s.cache_capacity())), human_bytes(double(s.pinned_bytes())), s.policy(),
              s.loader_threads(), s.uptime_seconds());
-  fmt::print("\n{:<20} {:>10} {:>8}  {}\n", "dataset", "items", "jobs", "prep");
-  for (const auto& d : s.datasets()) fmt::print("{:<20} {:>10} {:>8}  {}\n", d.name(), d.items(), d.active_jobs(), d.prep());
+  fmt::print("\n{:<20} {:>10} {:>8} {:>7}  {}\n", "dataset", "items", "jobs", "L/D", "prep");
+  for (const auto& d : s.datasets()) {
+    fmt::print("{:<20} {:>10} {:>8} {:>7}  {}\n", d.name(), d.items(), d.active_jobs(),
+               d.deliveries() == 0 ? std::string("-") : fmt::format("{:.3f}", double(d.loads()) / double(d.deliveries())),
+               d.prep());
+  }
   print_reindexed(s.datasets());
   fmt::print("\n{:<20} {:<16} {:>6} {:>18} {:>10} {:>8}\n", "job", "dataset", "epoch", "epoch progress", "items/s", "queued");
   for (const auto& j : s.jobs()) {

@@ -70,6 +70,13 @@ std::string screen(const std::string& socket, const v1::StatusReply& s, const Pr
                      "{:.0f} deliveries/s\n",
                      s.loads(), s.deliveries(), ld_ratio(s), looked_up > 0 ? 100.0 * double(s.hits()) / looked_up : 0.0,
                      rate(s.loads(), prev.loads), rate(s.deliveries(), prev.deliveries));
+  std::string per_dataset;  // each dataset's own L/D, when several have served
+  for (const v1::DatasetInfo& d : s.datasets()) {
+    if (d.deliveries() == 0) continue;
+    per_dataset += fmt::format("{}{} L/D {:.3f}", per_dataset.empty() ? "" : ", ", d.name(),
+                               double(d.loads()) / double(d.deliveries()));
+  }
+  if (s.datasets_size() > 1 && !per_dataset.empty()) out += "          " + per_dataset + "\n";
   out += fmt::format("cache     {} of {} ({:.0f} %), {} pinned, {} evictions, policy {}, {} loader threads\n\n",
                      bytes(double(s.cache_bytes())), bytes(double(s.cache_capacity())),
                      s.cache_capacity() ? 100.0 * double(s.cache_bytes()) / double(s.cache_capacity()) : 0.0,

@@ -18,6 +18,9 @@ nlohmann::json to_json(const v1::DatasetInfo& d) {
           {"unreadable", d.unreadable()},
           {"fingerprint", d.fingerprint()},
           {"reindexed", d.reindexed()},
+          {"loads", d.loads()},
+          {"deliveries", d.deliveries()},
+          {"ld_ratio", d.deliveries() == 0 ? 0.0 : double(d.loads()) / double(d.deliveries())},
           {"active_jobs", d.active_jobs()}};
 }
 

@@ -11,7 +11,7 @@
 namespace joader {
 
 // {name, source, prep, items, classes: [names], height, width, channels, raw, on_error, skipped,
-// formats, unreadable, fingerprint, reindexed, active_jobs}
+// formats, unreadable, fingerprint, reindexed, loads, deliveries, ld_ratio, active_jobs}
 nlohmann::json to_json(const v1::DatasetInfo& dataset);
 
 // {loads, deliveries, ld_ratio, hits, evictions, skipped, cache_bytes, cache_capacity,

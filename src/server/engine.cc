@@ -63,6 +63,7 @@ struct Engine::Dataset {
   uint64_t unreadable = 0;             // own size: files whose header could not be read (skipped)
   std::string fingerprint;             // of the item list (source.h)
   std::string reindexed;               // what a restart's re-index found changed; "" if nothing
+  uint64_t loads = 0, deliveries = 0;  // its part of the daemon's counts: its own L/D
 
   bool skip_bad_items() const { return spec.on_error() == "skip"; }
   uint64_t bytes_of(ItemId item) const { return item_sizes.empty() ? item_bytes : item_sizes[item]; }
@@ -208,6 +209,8 @@ v1::DatasetInfo Engine::info(const Dataset& ds) const {
   out.set_unreadable(ds.unreadable);
   out.set_fingerprint(ds.fingerprint);
   out.set_reindexed(ds.reindexed);
+  out.set_loads(ds.loads);
+  out.set_deliveries(ds.deliveries);
   out.set_active_jobs(ds.jobs.size());
   return out;
 }
@@ -742,6 +745,7 @@ void Engine::start(Job& j, Entry& e) {
     loads_[key] = Load{j.ds, e.item, {{&j, &e}}};
     tasks_.push_back(key);
     ++n_loads_;
+    ++j.ds->loads;
     loader_cv_.notify_one();
   }
 }
@@ -1104,6 +1108,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
         out->extent_lengths.clear();
       }
       n_deliveries_ += delivered.size();
+      j.ds->deliveries += delivered.size();
       dispatcher_.delivered(j.id, delivered.size());
       j.delivered += delivered.size();
       j.epoch = out->epoch;

@@ -194,3 +194,19 @@ def test_job_rm_ends_a_stale_job_at_once_and_its_loader_is_told_who_ended_it(cli
     assert missing.returncode == 1 and "no job named 'stale-notebook'" in missing.stderr
     with pytest.raises(joader.JoaderError, match="no job named 'other'"):
         client.end_job("other")
+
+
+def test_status_gives_each_dataset_its_own_ld(client, daemon):
+    client.add_dataset("a", source="synthetic:40:48x40", crop=16)
+    client.add_dataset("b", source="synthetic:30:48x40", crop=16)
+    for _ in range(2):  # two one-epoch jobs on a, one after the other: the second hits the cache
+        with joader.Loader("a", batch_size=10, epochs=1, client=client) as loader:
+            assert sum(len(b.indices) for b in loader) == 40
+    with joader.Loader("b", batch_size=10, epochs=1, client=client) as loader:
+        assert sum(len(b.indices) for b in loader) == 30
+    datasets = {d["name"]: d for d in client.status()["datasets"]}
+    assert datasets["a"]["deliveries"] == 80 and datasets["b"]["deliveries"] == 30
+    assert datasets["a"]["loads"] + datasets["b"]["loads"] == client.status()["loads"]
+    assert datasets["b"]["ld_ratio"] == 1.0 and datasets["a"]["ld_ratio"] == datasets["a"]["loads"] / 80
+    text = subprocess.run([JOADER, "status", "--socket", daemon.socket], capture_output=True, text=True).stdout
+    assert "L/D" in text.split("dataset")[1] and "1.000" in text
