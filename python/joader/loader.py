@@ -145,6 +145,7 @@ class Loader:
             self._epoch, self._consumed = 0, []
         self._job = None
         self._waited = 0.0  # by jobs of this loader that are closed
+        self._skipped = set()
 
 
     def __len__(self):
@@ -179,6 +180,7 @@ class Loader:
                 self.close()
                 return
             epoch, last, ids, labels, data = got
+            self._skipped.update(self._job.take_skipped())
             self._consumed.extend(ids.tolist())
             if last:
                 self._epoch, self._consumed = epoch + 1, []
@@ -232,6 +234,12 @@ class Loader:
         if self._augment:
             state["augment_seed"] = self.augment_seed
         return state
+
+    @property
+    def skipped(self):
+        """The item ids this job was not given because they could not be prepared (a dataset added
+        with on_error="skip"), sorted; each file's path and reason are in the daemon's log."""
+        return sorted(self._skipped)
 
     @property
     def wait_seconds(self):

@@ -113,6 +113,7 @@ class DataLoader:
         self._state = state
         self._loader = None
         self._waited = 0.0  # by the per-epoch loaders of a data-parallel job that are closed
+        self._skipped = set()  # by those loaders
         self._epoch = int(state["epoch"]) if state else 0
         if self.world_size == 1:
             self._loader = self._make_loader(self._subset, epochs, state)
@@ -174,6 +175,7 @@ class DataLoader:
         if self.world_size > 1:
             self._loader.close()
             self._waited += self._loader.wait_seconds
+            self._skipped.update(self._loader.skipped)
             self._loader, self._state = None, None
             self._epoch += 1
         else:
@@ -193,6 +195,12 @@ class DataLoader:
                 return {"dataset": self.dataset, "epoch": self._epoch + 1, "consumed": [], **extra}
             sd = dict(sd, epoch=self._epoch)
         return {**sd, **extra}
+
+    @property
+    def skipped(self):
+        """Item ids this job was not given because they could not be prepared (on_error="skip"),
+        sorted (see Loader.skipped)."""
+        return sorted(self._skipped | set(self._loader.skipped if self._loader is not None else ()))
 
     @property
     def wait_seconds(self):

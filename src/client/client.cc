@@ -330,6 +330,7 @@ bool Job::next(Batch* out) {
   out->seq = b.seq();
   out->epoch = b.epoch();
   out->last_of_epoch = b.last_of_epoch();
+  out->skipped.assign(b.skipped().begin(), b.skipped().end());
   out->items.clear();
   out->items.reserve(b.ids_size());
   out->gathered.clear();

@@ -75,6 +75,7 @@ struct Batch {
   uint32_t epoch = 0;
   bool last_of_epoch = false;
   std::vector<ItemView> items;
+  std::vector<uint32_t> skipped;  // items left out (on_error skip) since the previous batch
   double wait_seconds = 0;  // how long next() blocked for this batch; reported with its ack
   // Items the daemon had to split between several arena blocks, gathered here (rare: items of
   // different sizes fragmenting the arena); such items' views point into these.

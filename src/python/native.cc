@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "client/client.h"
 #include "client/layout.h"
@@ -106,6 +107,9 @@ class PyJob {
   }
 
   // chw: fixed-size items are written as [n, C, H, W] (PyTorch's NCHW) instead of [n, H, W, C].
+  // The items the daemon left out (on_error skip) since the last call.
+  std::vector<uint32_t> take_skipped() { return std::exchange(skipped_, {}); }
+
   py::object next(bool chw) {
     Batch b;
     bool more;
@@ -114,6 +118,7 @@ class PyJob {
       more = job_->next(&b);
     }
     if (!more) return py::none();
+    skipped_.insert(skipped_.end(), b.skipped.begin(), b.skipped.end());
     const auto n = static_cast<py::ssize_t>(b.items.size());
     py::array_t<int64_t> ids(n), labels(n);
     auto id = ids.mutable_unchecked<1>();
@@ -213,6 +218,7 @@ class PyJob {
   std::unique_ptr<Job> job_;
   std::array<uint32_t, 3> shape_;
   std::vector<AugmentOp> ops_;
+  std::vector<uint32_t> skipped_;  // told by the daemon, not yet taken by take_skipped()
   uint64_t seed_;
   unsigned threads_;
   uint32_t out_size_ = 0;
@@ -282,6 +288,7 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<PyJob>(m, "Job")
       .def("next", &PyJob::next, py::arg("chw") = false)
+      .def("take_skipped", &PyJob::take_skipped)
       .def("close", &PyJob::close)
       .def_property_readonly("info", &PyJob::info)
       .def_property_readonly("wait_seconds", &PyJob::wait_seconds);

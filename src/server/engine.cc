@@ -122,6 +122,7 @@ struct Engine::Job {
 
   double wait_seconds = 0;                        // the consumer's waits, from its acks
   uint64_t skipped_pending = 0;                   // kFailed entries in pending (on_error skip)
+  std::vector<ItemId> skips_to_report;            // skipped items not yet told to the job (BatchOut::skipped)
 
   uint64_t delivered = 0, delivered_in_epoch = 0;
   uint32_t epoch = 0;
@@ -1069,7 +1070,10 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
       for (size_t i = 0; i < take; ++i) {
         const Entry& e = j.pending.front();
         if (e.state == Entry::kReady) delivered.push_back(e);  // skipped entries are left out
-        if (e.state == Entry::kFailed && --j.skipped_pending == 0) dispatcher_.set_shrinkable(j.id, true);
+        if (e.state == Entry::kFailed) {
+          j.skips_to_report.push_back(e.item);
+          if (--j.skipped_pending == 0) dispatcher_.set_shrinkable(j.id, true);
+        }
         j.pending.pop_front();
       }
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
@@ -1086,6 +1090,8 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
       }
       out->seq = j.next_seq++;
       out->last_of_epoch = last;
+      out->skipped = std::move(j.skips_to_report);  // also those of batches left out entirely
+      j.skips_to_report.clear();
       for (const Entry& e : delivered) {
         out->ids.push_back(e.item);
         out->labels.push_back(e.label);

@@ -113,6 +113,8 @@ struct BatchOut {
   // order; empty when every item is one block.
   std::vector<uint32_t> extent_counts;
   std::vector<uint64_t> extent_offsets, extent_lengths;
+  // Items of this job left out (on_error skip) since the previous batch it was sent.
+  std::vector<uint32_t> skipped;
 };
 
 class Engine {

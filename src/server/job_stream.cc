@@ -211,6 +211,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
     out->mutable_extent_counts()->Add(b.extent_counts.begin(), b.extent_counts.end());
     out->mutable_extent_offsets()->Add(b.extent_offsets.begin(), b.extent_offsets.end());
     out->mutable_extent_lengths()->Add(b.extent_lengths.begin(), b.extent_lengths.end());
+    out->mutable_skipped()->Add(b.skipped.begin(), b.skipped.end());
   }
 
   JobStreams& streams_;

@@ -118,6 +118,8 @@ def test_a_file_whose_header_cannot_be_read_is_found_when_the_dataset_is_added(c
     assert os.path.join(root, "a", "x.bmp") in str(e.value) and reason in str(e.value), e.value
     info = client.add_dataset("bad", source=f"imagefolder:{root}", on_error="skip")
     assert (info["items"], info["unreadable"], info["formats"]) == (2, 1, "PNG 1"), info
-    batches = list(joader.Loader("bad", batch_size=2, epochs=2, client=client))
+    loader = joader.Loader("bad", batch_size=2, epochs=2, client=client)
+    batches = list(loader)
     assert [b.indices.tolist() for b in batches] == [[0], [0]]  # ImageFolder's order: good.png, x.bmp
+    assert loader.skipped == [1]
     assert client.status()["skipped"] == 1, "the file is counted once, not once per delivery"

@@ -466,6 +466,7 @@ def test_an_epoch_whose_last_items_are_all_skipped_still_ends(client, workdir):
         assert list(loader.batches(until_epoch_end=True)) == []
         assert loader.state_dict()["epoch"] == epoch + 1
     assert client.status()["skipped"] == 3  # files, each counted once
+    assert loader.skipped == [0, 1, 2], "the job is told which items it was not given"
 
 
 def test_enlarged_and_noisy_images_equal_torchvisions_pipeline(client, workdir):
