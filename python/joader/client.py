@@ -1,4 +1,5 @@
 """joader.Client: talks to the daemon (datasets, status) and opens jobs."""
+import ctypes
 import hashlib
 import numbers
 import os
@@ -13,6 +14,34 @@ def error(code, message):
     e = _native.JoaderError(message)
     e.code = code
     return e
+
+
+_grpc_pid = None  # the process that made this interpreter's first Client (and so started gRPC)
+
+
+def keep_forever(native):
+    """In a forked child: never destroys the parent's native object (a client, a job), also not at
+    interpreter exit. Their destructors would run gRPC here, which hangs and shuts down the
+    connection the parent still uses (the socket is shared)."""
+    if native is not None:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(native))
+
+
+def forked():
+    """True in a process forked from one that had used Joader."""
+    return _grpc_pid is not None and _grpc_pid != os.getpid()
+
+
+def check_not_forked():
+    """Raises JoaderError (code 9) in a process forked from one that had used Joader, where gRPC's
+    inherited state would make every call hang."""
+    if forked():
+        raise error(FAILED_PRECONDITION,
+                    f"this process was forked from process {_grpc_pid}, which had used Joader: gRPC's state does not "
+                    "survive a fork, so Joader cannot be used here (its calls would hang). Use Joader in the parent, "
+                    "or start the workers with the 'spawn' start method (torch.utils.data.DataLoader("
+                    "multiprocessing_context='spawn'), multiprocessing.get_context('spawn')): spawned processes can "
+                    "use Joader")
 
 
 def integer(name, value, minimum=None, maximum=None):
@@ -49,7 +78,20 @@ class Client:
     """
 
     def __init__(self, socket=None):
-        self._native = _native.Client(socket or "")
+        global _grpc_pid
+        check_not_forked()
+        if _grpc_pid is None:
+            _grpc_pid = os.getpid()
+        self._handle = _native.Client(socket or "")
+
+    @property
+    def _native(self):
+        check_not_forked()
+        return self._handle
+
+    def __del__(self):
+        if forked():
+            keep_forever(self.__dict__.get("_handle"))
 
     @property
     def socket(self):

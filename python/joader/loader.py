@@ -9,7 +9,8 @@ import numpy as np
 
 from .augment import fresh_seed, ops_from
 from ._native import JoaderError
-from .client import FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, error, integer
+from .client import (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, check_not_forked, error,
+                     forked, integer, keep_forever)
 
 MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
 
@@ -169,6 +170,7 @@ class Loader:
         if self._job is None:
             self._open()
         while True:
+            check_not_forked()  # a loader inherited through fork() would hang
             try:
                 got = self._job.next(self.layout == "NCHW")
             except JoaderError as e:
@@ -252,6 +254,10 @@ class Loader:
     def close(self):
         """Ends the job in the daemon now (also when the loader is garbage-collected)."""
         if self._job is not None:
+            if forked():  # the parent's job: never touched here (gRPC would hang), never destroyed
+                keep_forever(self._job)
+                self._job = None
+                return
             self._waited += self._job.wait_seconds
             self._job.close()
             self._job = None

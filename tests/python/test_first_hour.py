@@ -216,3 +216,71 @@ def test_a_loader_without_reconnect_fails_at_once_when_the_daemon_is_lost(workdi
     finally:
         if daemon.proc.poll() is None:
             daemon.stop()
+
+
+FORKED_CHILD = """
+import os, sys, time
+sys.path.insert(0, {python!r})
+import joader
+client = joader.Client({socket!r})
+loader = joader.Loader("synth", batch_size=5, epochs=None, client=client)
+it = iter(loader)
+next(it)
+pid = os.fork()
+if pid == 0:  # a DataLoader worker, multiprocessing: the parent's loader and a new client alike
+    messages = []
+    for use in (lambda: next(it), lambda: client.datasets(), lambda: joader.Client({socket!r})):
+        try:
+            use()
+            messages.append("worked")
+        except joader.JoaderError as e:
+            messages.append(f"{{e.code}} {{e}}")
+    print("\\n".join(messages), flush=True)
+    sys.exit(0)  # the inherited objects are collected here: no gRPC call, no hang
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0
+next(it)  # the parent goes on
+print("parent ok", flush=True)
+"""
+
+SPAWNED_WORKER = """
+import multiprocessing, sys
+sys.path.insert(0, {python!r})
+import joader
+
+def work(socket, out):
+    out.put(sorted(i for b in joader.Loader("synth", batch_size=5, epochs=1, client=joader.Client(socket))
+                   for i in b.indices.tolist()))
+
+if __name__ == "__main__":
+    client = joader.Client({socket!r})
+    first = next(iter(joader.Loader("synth", batch_size=5, epochs=None, client=client)))
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    p = ctx.Process(target=work, args=({socket!r}, out))
+    p.start()
+    print(out.get(timeout=60) == list(range(20)), flush=True)
+    p.join(timeout=60)
+"""
+
+
+def test_a_forked_child_is_told_to_use_spawn_instead_of_hanging_and_a_spawned_one_works(workdir):
+    daemon = Daemon(workdir)
+    try:
+        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
+        python = os.path.join(BUILD, "python")
+        r = subprocess.run([sys.executable, "-c", FORKED_CHILD.format(python=python, socket=daemon.socket)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr[-3000:]
+        lines = r.stdout.splitlines()
+        assert lines[-1] == "parent ok" and len(lines) == 4, r.stdout
+        assert "lost the Joader daemon" not in r.stderr, "the child's exit left the parent's connection alone"
+        for line in lines[:3]:
+            assert line.startswith("9 this process was forked from process") and "'spawn'" in line, line
+        script = os.path.join(workdir, "spawned.py")
+        with open(script, "w") as f:
+            f.write(SPAWNED_WORKER.format(python=python, socket=daemon.socket))
+        r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "True", r.stdout + r.stderr[-3000:]
+    finally:
+        daemon.stop()
