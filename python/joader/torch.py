@@ -15,7 +15,7 @@ import math
 import numpy as np
 import torch
 
-from .augment import derived_seed, fresh_seed, ops_from
+from .augment import derived_seed, fresh_seed, ops_from, split_tensor_tail
 from .client import Client, integer
 from .loader import Loader, check_resumable, dataset_identity, exhausted, reconnect_seconds, subset_ids
 
@@ -73,6 +73,19 @@ class DataLoader:
             raise ValueError("layout must be 'NCHW' or 'NHWC'")
         if dtype not in (torch.uint8, torch.float32):
             raise ValueError("dtype must be torch.uint8 or torch.float32")
+        augment, tail = split_tensor_tail(augment)
+        if tail is not None:  # the pipeline's own tensor conversion decides dtype and normalisation
+            ends = "ToTensor/ConvertImageDtype" if tail["float"] else "PILToTensor"
+            if layout != "NCHW":
+                raise ValueError(f"augment ends in {ends}, which gives [C, H, W] tensors: layout must be 'NCHW'")
+            if dtype == torch.float32 and not tail["float"]:
+                raise ValueError("augment ends in PILToTensor (uint8 tensors) but dtype=torch.float32: add "
+                                 "T.ConvertImageDtype(torch.float) to the pipeline, or leave dtype out")
+            if mean is not IMAGENET_MEAN or std is not IMAGENET_STD:
+                raise ValueError("augment ends in tensors: its Normalize, if any, is the normalisation; mean= and "
+                                 "std= would normalise a second time: leave them out")
+            dtype = torch.float32 if tail["float"] else torch.uint8
+            mean, std = tail["mean"], tail["std"]
         dist = _distributed()
         if rank is None and world_size is None and dist is not None:
             rank, world_size = dist
@@ -86,8 +99,10 @@ class DataLoader:
         self.dataset, self.batch_size, self.epochs, self.name = dataset, batch_size, epochs, name
         self.client, self.layout, self.dtype, self.transform = client, layout, dtype, transform
         self.drop_last, self.seed, self.prefetch, self.with_indices = drop_last, seed, prefetch, with_indices
-        self.mean = torch.tensor(mean).view(1, 3, 1, 1) if layout == "NCHW" else torch.tensor(mean)
-        self.std = torch.tensor(std).view(1, 3, 1, 1) if layout == "NCHW" else torch.tensor(std)
+        # mean None: a pipeline whose ToTensor has no Normalize after it (scaled to [0, 1] only).
+        shape = (1, 3, 1, 1) if layout == "NCHW" else (3,)
+        self.mean = None if mean is None else torch.tensor(mean).view(shape)
+        self.std = None if std is None else torch.tensor(std).view(shape)
         self._subset = None
         if indices is not None:
             self._subset = subset_ids(client or Client(), dataset, indices)
@@ -145,8 +160,10 @@ class DataLoader:
 
     def _to_tensors(self, batch):
         images = torch.from_numpy(batch.data)  # already in self.layout: the Loader gathers it so
-        if self.dtype == torch.float32:
-            images = (images.float() / 255.0 - self.mean) / self.std
+        if self.dtype == torch.float32:  # torchvision's arithmetic: ToTensor's div(255), Normalize's sub, div
+            images = images.float() / 255.0
+            if self.mean is not None:
+                images = (images - self.mean) / self.std
         labels = torch.from_numpy(batch.labels)
         if self.transform is not None:
             images, labels = self.transform(images, labels)

@@ -2,6 +2,7 @@
 the law of RandomResizedCrop's parameters. The C++ ops are reached through joader._native's
 testing_* hooks, without a daemon."""
 import math
+import re
 import os
 import subprocess
 import sys
@@ -112,3 +113,64 @@ def test_draws_are_fixed_by_seed_epoch_and_item():
     other_seed = _native.testing_draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 8, 3, 200)
     assert (a != other_epoch).any(axis=1).mean() > 0.95 and (a != other_seed).any(axis=1).mean() > 0.95
     assert math.isclose(a[:, 4].mean(), 0.5, abs_tol=0.15)
+
+
+@pytest.fixture(scope="module")
+def photo_folder(tmp_path_factory):
+    """An ImageFolder of real photos of several kinds and sizes (make_photos.py), in two classes."""
+    root = tmp_path_factory.mktemp("tensor-tail")
+    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", "8",
+                    "--min", "40", "--max", "300"], check=True, capture_output=True)
+    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
+        target = root / "folder" / f"class{n % 2}"
+        target.mkdir(parents=True, exist_ok=True)
+        os.replace(p, target / f"{n:02d}{p.suffix}")
+    return str(root / "folder")
+
+
+@pytest.mark.parametrize("tail", [
+    [T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))],
+    [T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize((0.5, 0.4, 0.3), (0.2, 0.3, 0.25))],
+    [T.ToTensor()],
+    [T.PILToTensor()],
+], ids=["totensor_normalize", "piltotensor_convert_normalize", "totensor", "piltotensor"])
+def test_a_pipeline_ending_in_tensors_gives_the_batch_stacking_torchvisions_outputs_gives(client, photo_folder, tail):
+    import torchvision
+    import joader.torch
+    pipeline = T.Compose([T.Resize(40), T.CenterCrop(32), *tail])
+    reference = torchvision.datasets.ImageFolder(photo_folder, transform=pipeline)
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    loader = joader.torch.DataLoader("photos", batch_size=4, epochs=1, client=client, with_indices=True,
+                                     augment=pipeline)
+    checked = 0
+    for images, labels, ids in loader:
+        assert images.dtype == reference[0][0].dtype and images.shape[1:] == (3, 32, 32)
+        for image, label, i in zip(images, labels.tolist(), ids.tolist()):
+            expected, expected_label = reference[i]
+            assert label == expected_label and torch.equal(image, expected), (i, (image - expected).abs().max())
+            checked += 1
+    assert checked == len(reference) > 0
+
+
+def test_a_tensor_tail_out_of_place_or_doubled_is_refused_naming_it(client, photo_folder):
+    import joader
+    import joader.torch
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    normalize = T.Normalize((0.5,) * 3, (0.2,) * 3)
+    cases = [
+        (dict(augment=T.Compose([T.RandomResizedCrop(32), normalize])), "put ToTensor() or PILToTensor() before"),
+        (dict(augment=[T.RandomResizedCrop(32), T.ToTensor(), T.RandomErasing()]), "not RandomErasing"),
+        (dict(augment=[T.RandomResizedCrop(32), T.ToTensor(), normalize], mean=(0.5, 0.5, 0.5)),
+         "would normalise a second time"),
+        (dict(augment=[T.RandomResizedCrop(32), T.PILToTensor()], dtype=torch.float32), "ConvertImageDtype"),
+        (dict(augment=[T.RandomResizedCrop(32), T.ToTensor()], layout="NHWC"), "layout must be 'NCHW'"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises((ValueError, joader.JoaderError), match=re.escape(message)):
+            joader.torch.DataLoader("photos", batch_size=4, client=client, **kwargs)
+    with pytest.raises(joader.JoaderError, match="runs in joader.torch.DataLoader"):
+        joader.Loader("photos", batch_size=4, client=client, augment=[T.RandomResizedCrop(32), T.ToTensor()])
+    ok = joader.torch.DataLoader("photos", batch_size=4, client=client, dtype=torch.float32,
+                                 augment=[T.RandomResizedCrop(32), T.ToTensor(), normalize])
+    assert next(iter(ok))[0].dtype == torch.float32, "dtype=torch.float32 agrees with the pipeline: accepted"
+    ok.close()
