@@ -10,9 +10,10 @@
 //     colours PIL may round differently (not checked);
 //   - BMP: 1/4/8-bit palettes, 16-bit (5-5-5, or 5-6-5 bit fields, expanded as v·255/31 and
 //     v·255/63), 24-bit and 32-bit (4th byte dropped), bottom-up or top-down; RLE is refused;
-//   - PPM/PGM/PBM (binary P4, P5, P6): maxval 255 as is; other maxvals scaled as PIL does
-//     (round(v / maxval · 255), ties to even), except 16-bit PGM, which PIL reads as mode I and
-//     then clips to 255 in convert("RGB");
+//   - PPM/PGM/PBM, binary (P4, P5, P6) and plain text (P1, P2, P3: '#' comments anywhere between
+//     samples, P1's bits with or without spaces, a sample above maxval an error): maxval 255 as
+//     is; other maxvals scaled as PIL does (round(v / maxval · 255), ties to even), except 16-bit
+//     PGM, which PIL reads as mode I and then clips to 255 in convert("RGB");
 //   - GIF (giflib): the first frame through its colour table (local, else global), on a canvas of
 //     the logical screen's size filled with the background index where the frame does not cover it.
 // EXIF orientation is never applied: PIL's loader does not apply it either.

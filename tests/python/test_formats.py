@@ -32,6 +32,24 @@ def rgba(img):
     return out
 
 
+def plain_pnm(img, path, kind, maxval=255):
+    """A plain-text (ASCII) PNM, which PIL reads but does not write: P3 (RGB), P2 (gray) or P1
+    (bits, 1 black, written without spaces), with a comment in the header and one in the data."""
+    if kind == "P1":
+        bits = (np.asarray(img.convert("1")) == 0).astype(int)
+        rows = ["".join(map(str, row)) for row in bits]
+        maxline = ""
+    else:
+        arr = np.asarray(img if kind == "P3" else img.convert("L")).astype(np.int64)
+        arr = (arr * maxval + 127) // 255  # every value of 0..maxval occurs for small maxvals
+        rows = [" ".join(map(str, row.reshape(-1))) for row in arr]
+        maxline = f"{maxval}\n"
+    h, w = np.asarray(img).shape[:2]
+    with open(path, "w") as f:
+        f.write(f"{kind}\n# written by test_formats.py\n{w} {h}\n{maxline}")
+        f.write(rows[0] + "\n# a comment among the samples\n" + "\n".join(rows[1:]) + "\n")
+
+
 KINDS = {  # name: (extension, how PIL writes it)
     "webp_lossy": (".webp", lambda img, p: img.save(p, quality=80)),
     "webp_lossless": (".webp", lambda img, p: img.save(p, lossless=True)),
@@ -49,6 +67,12 @@ KINDS = {  # name: (extension, how PIL writes it)
     "pgm": (".pgm", lambda img, p: img.convert("L").save(p)),
     "pgm16": (".pgm", lambda img, p: Image.fromarray(np.asarray(img.convert("L")).astype(np.int32) * 3,
                                                     mode="I").save(p)),
+    "ppm_plain": (".ppm", lambda img, p: plain_pnm(img, p, "P3")),
+    "ppm_plain_15": (".ppm", lambda img, p: plain_pnm(img, p, "P3", 15)),
+    "pgm_plain_100": (".pgm", lambda img, p: plain_pnm(img, p, "P2", 100)),
+    "pgm_plain_1000": (".pgm", lambda img, p: plain_pnm(img, p, "P2", 1000)),
+    "pgm_plain_65535": (".pgm", lambda img, p: plain_pnm(img, p, "P2", 65535)),
+    "pbm_plain": (".pgm", lambda img, p: plain_pnm(img, p, "P1")),  # ImageFolder lists no .pbm
 }
 
 
@@ -103,10 +127,10 @@ def test_gif_decodes_its_first_frame_through_its_palette_from_a_file_list(client
 @pytest.mark.parametrize("data, reason", [
     (b"", "empty file"),
     (b"BM" + bytes(60), "corrupt BMP"),
-    (b"P3\n2 2\n255\n0 0 0", "plain text"),
+    (b"P7\n2 2\n255\n0 0 0", "starts with 50 37"),  # PAM, which PIL reads but ImageFolder lists no extension of
     (b"RIFF\x10\x00\x00\x00WEBPVP8 ", "WEBP"),
     (b"<html>", "not a JPEG, PNG, WEBP, TIFF, BMP, PPM or GIF image"),
-], ids=["empty", "bmp", "ascii_pgm", "webp", "html"])
+], ids=["empty", "bmp", "pnm_kind", "webp", "html"])
 def test_a_file_whose_header_cannot_be_read_is_found_when_the_dataset_is_added(client, workdir, data, reason):
     root = os.path.join(workdir, "bad")
     os.makedirs(os.path.join(root, "a"))
