@@ -85,7 +85,8 @@ def train(args):
 
 
 def progress_line(status):
-    jobs = "  ".join(f"{j['name']}: epoch {j['epoch']} {j['delivered_in_epoch']}/{j['subset_size']}"
+    jobs = "  ".join(f"{j['name']}: done" if j["finished"] else
+                     f"{j['name']}: epoch {j['epoch']} {j['delivered_in_epoch']}/{j['subset_size']}"
                      f" ({j['items_per_second']:.0f}/s)" for j in status["jobs"])
     return f"loads {status['loads']:>5}  deliveries {status['deliveries']:>6}  L/D {status['ld_ratio']:.2f}  | {jobs}"
 
