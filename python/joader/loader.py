@@ -147,6 +147,9 @@ class Loader:
         self._job = None
         self._waited = 0.0  # by jobs of this loader that are closed
         self._skipped = set()
+        # joader.torch.DataLoader's float32 batches: () for x / 255, (mean, std) to normalise too;
+        # converted in the pass that writes the batch (None: uint8).
+        self._to_float = None
 
 
     def __len__(self):
@@ -172,7 +175,7 @@ class Loader:
         while True:
             check_not_forked()  # a loader inherited through fork() would hang
             try:
-                got = self._job.next(self.layout == "NCHW")
+                got = self._job.next(self.layout == "NCHW", self._to_float)
             except JoaderError as e:
                 if e.code != UNAVAILABLE or not self.reconnect:
                     raise

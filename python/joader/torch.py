@@ -99,6 +99,9 @@ class DataLoader:
         self.dataset, self.batch_size, self.epochs, self.name = dataset, batch_size, epochs, name
         self.client, self.layout, self.dtype, self.transform = client, layout, dtype, transform
         self.drop_last, self.seed, self.prefetch, self.with_indices = drop_last, seed, prefetch, with_indices
+        # The float conversion the native gather does in the pass that writes the batch.
+        self._to_float = None if dtype != torch.float32 else (
+            () if mean is None else (tuple(float(m) for m in mean), tuple(float(s) for s in std)))
         # mean None: a pipeline whose ToTensor has no Normalize after it (scaled to [0, 1] only).
         shape = (1, 3, 1, 1) if layout == "NCHW" else (3,)
         self.mean = None if mean is None else torch.tensor(mean).view(shape)
@@ -134,10 +137,12 @@ class DataLoader:
             self._loader = self._make_loader(self._subset, epochs, state)
 
     def _make_loader(self, indices, epochs, state, augment_seed=None):
-        return Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
+        loader = Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
                       client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
                       augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
                       augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect)
+        loader._to_float = self._to_float
+        return loader
 
     def _subset_size(self):
         if self._subset is not None:
@@ -160,7 +165,9 @@ class DataLoader:
 
     def _to_tensors(self, batch):
         images = torch.from_numpy(batch.data)  # already in self.layout: the Loader gathers it so
-        if self.dtype == torch.float32:  # torchvision's arithmetic: ToTensor's div(255), Normalize's sub, div
+        if self.dtype == torch.float32 and images.dtype == torch.uint8:
+            # Converted here only where the gather did not (it does for fixed-size RGB items), with
+            # the same arithmetic: torchvision's ToTensor div(255), then Normalize's sub and div.
             images = images.float() / 255.0
             if self.mean is not None:
                 images = (images - self.mean) / self.std

@@ -22,5 +22,22 @@ TEST(HwcToChw, PutsEachChannelInItsOwnPlaneForAnyPixelCount) {
   }
 }
 
+TEST(ToFloat, ScalesThenNormalisesEachChannelInFloat32IntoPlanesOrInterleaved) {
+  const std::vector<uint8_t> hwc = {0, 128, 255, 51, 17, 200};  // two pixels
+  const float mean[3] = {0.485f, 0.456f, 0.406f}, stdev[3] = {0.229f, 0.224f, 0.225f};
+  std::vector<float> planes(6), interleaved(6), scaled(6);
+  to_float(hwc.data(), 2, true, mean, stdev, planes.data());
+  to_float(hwc.data(), 2, false, mean, stdev, interleaved.data());
+  to_float(hwc.data(), 2, true, nullptr, nullptr, scaled.data());
+  for (size_t i = 0; i < 2; ++i) {
+    for (size_t c = 0; c < 3; ++c) {
+      const float x = float(hwc[3 * i + c]) / 255.0f;  // torch: t.float() / 255, then (t - m) / s
+      EXPECT_EQ(scaled[c * 2 + i], x);
+      EXPECT_EQ(planes[c * 2 + i], (x - mean[c]) / stdev[c]);
+      EXPECT_EQ(interleaved[3 * i + c], planes[c * 2 + i]);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace joader

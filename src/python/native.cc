@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -110,7 +111,26 @@ class PyJob {
   // The items the daemon left out (on_error skip) since the last call.
   std::vector<uint32_t> take_skipped() { return std::exchange(skipped_, {}); }
 
-  py::object next(bool chw) {
+  // With `to_float` (a (mean, std) pair of 3-tuples, or an empty tuple for x / 255 only), a batch of
+  // fixed-size images comes as float32, converted as torchvision's ToTensor + Normalize would, in
+  // the same pass that writes it (on the augmentation threads for an augmenting job).
+  py::object next(bool chw, py::object to_float_spec) {
+    std::array<float, 6> norm{};
+    const bool as_float = !to_float_spec.is_none();
+    bool normalize = false;
+    if (as_float) {
+      const py::tuple spec = to_float_spec.cast<py::tuple>();
+      if (spec.size() == 2) {
+        const auto mean = spec[0].cast<std::array<float, 3>>(), std = spec[1].cast<std::array<float, 3>>();
+        std::copy(mean.begin(), mean.end(), norm.begin());
+        std::copy(std.begin(), std.end(), norm.begin() + 3);
+        normalize = true;
+      } else if (spec.size() != 0) {
+        throw py::value_error("to_float must be () or (mean, std)");
+      }
+    }
+    const float* mean = normalize ? norm.data() : nullptr;
+    const float* stdev = normalize ? norm.data() + 3 : nullptr;
     Batch b;
     bool more;
     {
@@ -130,9 +150,11 @@ class PyJob {
     py::object data;
     if (!ops_.empty()) {
       const py::ssize_t S = out_size_;
-      py::array_t<uint8_t> array = chw ? py::array_t<uint8_t>({n, py::ssize_t(3), S, S})
-                                       : py::array_t<uint8_t>({n, S, S, py::ssize_t(3)});
-      uint8_t* dst = array.mutable_data();
+      const std::vector<py::ssize_t> shape = chw ? std::vector<py::ssize_t>{n, 3, S, S}
+                                                 : std::vector<py::ssize_t>{n, S, S, 3};
+      py::array array = as_float ? py::array(py::array_t<float>(shape)) : py::array(py::array_t<uint8_t>(shape));
+      uint8_t* dst = static_cast<uint8_t*>(array.mutable_data());
+      float* dst_float = static_cast<float*>(array.mutable_data());
       std::string failure;
       {
         py::gil_scoped_release nogil;
@@ -147,7 +169,10 @@ class PyJob {
               img.stride = size_t{img.width} * 3;
               if (uint64_t{img.width} * img.height * 3 != it.size) throw PrepError("its size does not match its image");
               const Image out = augment(img, ops_, seed_, b.epoch, it.id);
-              if (chw) {
+              if (as_float) {
+                to_float(out.rgb.data(), size_t{out.width} * out.height, chw, mean, stdev,
+                         dst_float + i * out.rgb.size());
+              } else if (chw) {
                 hwc_to_chw(out.rgb.data(), size_t{out.width} * out.height, dst + i * out.rgb.size());
               } else {
                 std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
@@ -181,13 +206,21 @@ class PyJob {
       const uint64_t item_bytes = uint64_t{shape_[0]} * shape_[1] * shape_[2];
       const auto [h, w, c] = shape_;
       const bool planes = chw && c == 3;
-      py::array_t<uint8_t> array = planes ? py::array_t<uint8_t>({n, py::ssize_t(c), py::ssize_t(h), py::ssize_t(w)})
-                                          : py::array_t<uint8_t>({n, py::ssize_t(h), py::ssize_t(w), py::ssize_t(c)});
-      uint8_t* dst = array.mutable_data();
+      const bool floats = as_float && c == 3;
+      const std::vector<py::ssize_t> shape = planes ? std::vector<py::ssize_t>{n, c, h, w}
+                                                    : std::vector<py::ssize_t>{n, h, w, c};
+      py::array array = floats ? py::array(py::array_t<float>(shape)) : py::array(py::array_t<uint8_t>(shape));
+      uint8_t* dst = static_cast<uint8_t*>(array.mutable_data());
+      float* dst_float = static_cast<float*>(array.mutable_data());
       {
         py::gil_scoped_release nogil;
         for (const ItemView& it : b.items) {
           if (it.size != item_bytes) throw ClientError(13, "item size does not match the dataset's shape");
+          if (floats) {
+            to_float(it.data, size_t{h} * w, chw, mean, stdev, dst_float);
+            dst_float += it.size;
+            continue;
+          }
           if (planes) {
             hwc_to_chw(it.data, size_t{h} * w, dst);  // one pass from the arena, no HWC copy to permute
           } else {
@@ -287,7 +320,7 @@ PYBIND11_MODULE(_native, m) {
         });
 
   py::class_<PyJob>(m, "Job")
-      .def("next", &PyJob::next, py::arg("chw") = false)
+      .def("next", &PyJob::next, py::arg("chw") = false, py::arg("to_float") = py::none())
       .def("take_skipped", &PyJob::take_skipped)
       .def("close", &PyJob::close)
       .def_property_readonly("info", &PyJob::info)
