@@ -20,8 +20,11 @@ from setuptools.command.build_ext import build_ext
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
-def _same_interpreter(a, b):
-    return os.path.realpath(a) == os.path.realpath(b)
+def _made_for_this_interpreter(cached):
+    """Whether a build dir configured for `cached` fits the interpreter running pip (a venv's python
+    links to its base interpreter: either path counts)."""
+    here = {os.path.realpath(sys.executable), os.path.realpath(getattr(sys, "_base_executable", sys.executable))}
+    return os.path.realpath(cached) in here
 
 
 def _cached_python(build_dir):
@@ -36,18 +39,12 @@ def _cached_python(build_dir):
     return None
 
 
-def _interpreter():
-    # A venv's python is a link to its base interpreter; CMake needs the venv's own path only to
-    # ask it for paths, which are the base's, so either works. Keep the one pip runs under.
-    return sys.executable
-
-
 def _build_dir():
     if os.environ.get("JOADER_BUILD_DIR"):
         return os.path.abspath(os.environ["JOADER_BUILD_DIR"])
     default = os.path.join(ROOT, "build")
     cached = _cached_python(default)
-    if cached and _same_interpreter(cached, getattr(sys, "_base_executable", sys.executable)):
+    if cached and _made_for_this_interpreter(cached):
         return default
     return os.path.join(ROOT, "build-pip", sys.implementation.cache_tag)
 
@@ -59,9 +56,8 @@ class CMakeBuild(build_ext):
         if cached is None:
             os.makedirs(build_dir, exist_ok=True)
             subprocess.check_call(["cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
-                                   "-DJOADER_BENCH=OFF", "-DPython_EXECUTABLE=" + _interpreter()])
-        elif not _same_interpreter(cached, getattr(sys, "_base_executable", sys.executable)) and \
-                not _same_interpreter(cached, sys.executable):
+                                   "-DJOADER_BENCH=OFF", "-DPython_EXECUTABLE=" + sys.executable])
+        elif not _made_for_this_interpreter(cached):
             sys.exit(f"joader: {build_dir} was configured for {cached}, not for {sys.executable}; "
                      "unset JOADER_BUILD_DIR or point it at another folder")
         jobs = os.environ.get("JOADER_JOBS", str(os.cpu_count() or 2))

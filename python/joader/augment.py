@@ -3,8 +3,8 @@ each delivered item (src/prep/augment.h), with torchvision's semantics and param
 
 Supported: RandomResizedCrop (bilinear), RandomHorizontalFlip, Resize (an int: the shorter side;
 bilinear), CenterCrop (square), alone or in a Compose (or a list); in joader.torch.DataLoader the
-pipeline may end in ToTensor / PILToTensor (+ ConvertImageDtype) / Normalize (split_tensor_tail). torchvision itself is not
-imported: the objects are read by their class names and attributes.
+pipeline may end in ToTensor / PILToTensor (+ ConvertImageDtype) / Normalize (split_tensor_tail).
+torchvision itself is not imported: the objects are read by their class names and attributes.
 """
 import secrets
 

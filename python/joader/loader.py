@@ -56,10 +56,9 @@ def subset_ids(client, dataset, indices):
     return array.astype(np.int64)
 
 
-def dataset_identity(client, dataset):
-    """What a job's state_dict() records of its dataset: the fingerprint of its item list (paths,
-    labels and sizes; see docs/PYTHON.md) and its item count."""
-    info = client.dataset(dataset)
+def dataset_identity(info):
+    """What a job's state_dict() records of its dataset (info: Client.dataset()'s dict): the
+    fingerprint of its item list (paths, labels and sizes; see docs/PYTHON.md) and its item count."""
     return {"fingerprint": info["fingerprint"], "dataset_items": info["items"]}
 
 
@@ -128,7 +127,7 @@ class Loader:
         self.name = name or ""
         self.drop_last = bool(drop_last)
         self.indices = None if indices is None else subset_ids(self.client, dataset, indices)
-        self._identity = dataset_identity(self.client, dataset)
+        self._identity = dataset_identity(self.client.dataset(dataset))
         self._size = len(self.indices) if self.indices is not None else self._identity["dataset_items"]
         self._augment = ops_from(augment)
         self.augment_threads = integer("augment_threads", augment_threads, 1)
@@ -211,7 +210,7 @@ class Loader:
         while True:
             try:
                 client = Client(socket)  # a new connection: no reconnection backoff of the old one
-                identity = dataset_identity(client, self.dataset)
+                identity = dataset_identity(client.dataset(self.dataset))
                 break
             except JoaderError as e:
                 if e.code == NOT_FOUND:

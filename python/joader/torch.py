@@ -97,35 +97,31 @@ class DataLoader:
         epochs = None if epochs is None else integer("epochs", epochs, 1)
         seed = integer("seed", seed)
         self.dataset, self.batch_size, self.epochs, self.name = dataset, batch_size, epochs, name
-        self.client, self.layout, self.dtype, self.transform = client, layout, dtype, transform
+        self.layout, self.dtype, self.transform = layout, dtype, transform
         self.drop_last, self.seed, self.prefetch, self.with_indices = drop_last, seed, prefetch, with_indices
-        # The float conversion the native gather does in the pass that writes the batch.
+        # float32 batches are converted by the native gather in the pass that writes them: () scales
+        # to [0, 1] only (a pipeline whose ToTensor has no Normalize after it), else (mean, std).
         self._to_float = None if dtype != torch.float32 else (
             () if mean is None else (tuple(float(m) for m in mean), tuple(float(s) for s in std)))
-        # mean None: a pipeline whose ToTensor has no Normalize after it (scaled to [0, 1] only).
-        shape = (1, 3, 1, 1) if layout == "NCHW" else (3,)
-        self.mean = None if mean is None else torch.tensor(mean).view(shape)
-        self.std = None if std is None else torch.tensor(std).view(shape)
-        self._subset = None
-        if indices is not None:
-            self._subset = subset_ids(client or Client(), dataset, indices)
         self._augment = augment
         self.augment_threads = integer("augment_threads", augment_threads, 1)
         self.reconnect = reconnect_seconds(reconnect)
         if augment_seed is None and state is not None:
             augment_seed = state.get("augment_seed")
         self.augment_seed = None
-        if ops_from(augment):
+        augmenting = bool(ops_from(augment))
+        if augmenting:
             self.augment_seed = fresh_seed() if augment_seed is None else integer("augment_seed", augment_seed, 0,
                                                                                    2**64 - 1)
-        else:
-            info = (client or Client()).dataset(dataset)
-            if not info["raw"] and info["height"] == 0:
-                raise ValueError(f"dataset '{dataset}' stores images at their own size: give augment= (e.g. "
-                                 "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]), or "
-                                 "T.Compose([T.Resize(256), T.CenterCrop(224)]) to evaluate) so that batches have "
-                                 "one size")
-        self._identity = dataset_identity(client or Client(), dataset)
+        self.client = client or Client()  # one connection for the job's set-up and its loaders
+        self._subset = None if indices is None else subset_ids(self.client, dataset, indices)
+        info = self.client.dataset(dataset)
+        if not augmenting and not info["raw"] and info["height"] == 0:
+            raise ValueError(f"dataset '{dataset}' stores images at their own size: give augment= (e.g. "
+                             "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]), or "
+                             "T.Compose([T.Resize(256), T.CenterCrop(224)]) to evaluate) so that batches have "
+                             "one size")
+        self._identity = dataset_identity(info)
         if state is not None:
             check_resumable(state, self._identity, dataset, "DataLoader")
         self._state = state
@@ -149,7 +145,7 @@ class DataLoader:
             return len(self._subset)
         if self._loader is not None:
             return self._loader._size
-        return (self.client or Client()).dataset(self.dataset)["items"]
+        return self._identity["dataset_items"]
 
     def _rank_part(self, epoch):
         n = self._subset_size()
@@ -164,13 +160,9 @@ class DataLoader:
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def _to_tensors(self, batch):
-        images = torch.from_numpy(batch.data)  # already in self.layout: the Loader gathers it so
-        if self.dtype == torch.float32 and images.dtype == torch.uint8:
-            # Converted here only where the gather did not (it does for fixed-size RGB items), with
-            # the same arithmetic: torchvision's ToTensor div(255), then Normalize's sub and div.
-            images = images.float() / 255.0
-            if self.mean is not None:
-                images = (images - self.mean) / self.std
+        # Already in self.layout and dtype: the Loader gathers it so (float32 with torchvision's
+        # ToTensor + Normalize arithmetic; src/client/layout.h, to_float).
+        images = torch.from_numpy(batch.data)
         labels = torch.from_numpy(batch.labels)
         if self.transform is not None:
             images, labels = self.transform(images, labels)

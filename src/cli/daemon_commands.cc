@@ -253,7 +253,7 @@ void print_status(const v1::StatusReply& s, bool json, bool watching) {
   fmt::print("\n{:<20} {:>10} {:>8} {:>7}  {}\n", "dataset", "items", "jobs", "L/D", "prep");
   for (const auto& d : s.datasets()) {
     fmt::print("{:<20} {:>10} {:>8} {:>7}  {}\n", d.name(), d.items(), d.active_jobs(),
-               d.deliveries() == 0 ? std::string("-") : fmt::format("{:.3f}", double(d.loads()) / double(d.deliveries())),
+               d.deliveries() == 0 ? std::string("-") : fmt::format("{:.3f}", ld_ratio(d)),
                d.prep());
   }
   print_reindexed(s.datasets());

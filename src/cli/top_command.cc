@@ -73,8 +73,7 @@ std::string screen(const std::string& socket, const v1::StatusReply& s, const Pr
   std::string per_dataset;  // each dataset's own L/D, when several have served
   for (const v1::DatasetInfo& d : s.datasets()) {
     if (d.deliveries() == 0) continue;
-    per_dataset += fmt::format("{}{} L/D {:.3f}", per_dataset.empty() ? "" : ", ", d.name(),
-                               double(d.loads()) / double(d.deliveries()));
+    per_dataset += fmt::format("{}{} L/D {:.3f}", per_dataset.empty() ? "" : ", ", d.name(), ld_ratio(d));
   }
   if (s.datasets_size() > 1 && !per_dataset.empty()) out += "          " + per_dataset + "\n";
   out += fmt::format("cache     {} of {} ({:.0f} %), {} pinned, {} evictions, policy {}, {} loader threads\n\n",

@@ -20,7 +20,7 @@ nlohmann::json to_json(const v1::DatasetInfo& d) {
           {"reindexed", d.reindexed()},
           {"loads", d.loads()},
           {"deliveries", d.deliveries()},
-          {"ld_ratio", d.deliveries() == 0 ? 0.0 : double(d.loads()) / double(d.deliveries())},
+          {"ld_ratio", ld_ratio(d)},
           {"active_jobs", d.active_jobs()}};
 }
 
@@ -28,9 +28,13 @@ bool finished(const v1::JobStatus& j) { return j.epochs() > 0 && j.epoch() >= j.
 
 std::string epoch_column(const v1::JobStatus& j) { return finished(j) ? "done" : std::to_string(j.epoch()); }
 
-double ld_ratio(const v1::StatusReply& s) {
-  return s.deliveries() == 0 ? 0.0 : double(s.loads()) / double(s.deliveries());
+static double ratio(uint64_t loads, uint64_t deliveries) {
+  return deliveries == 0 ? 0.0 : double(loads) / double(deliveries);
 }
+
+double ld_ratio(const v1::StatusReply& s) { return ratio(s.loads(), s.deliveries()); }
+
+double ld_ratio(const v1::DatasetInfo& d) { return ratio(d.loads(), d.deliveries()); }
 
 nlohmann::json to_json(const v1::StatusReply& s) {
   nlohmann::json datasets = nlohmann::json::array(), jobs = nlohmann::json::array();

@@ -26,7 +26,8 @@ bool finished(const v1::JobStatus& job);
 // The EPOCH column of `status` and `top`: the 0-based epoch, or "done" once finished.
 std::string epoch_column(const v1::JobStatus& job);
 
-// loads / deliveries, 0 before the first delivery.
+// loads / deliveries, 0 before the first delivery: the daemon's, or one dataset's own.
 double ld_ratio(const v1::StatusReply& status);
+double ld_ratio(const v1::DatasetInfo& dataset);
 
 }  // namespace joader

@@ -660,8 +660,10 @@ std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) co
 
 std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
   auto it = jobs_.find(id);
-  if (const auto ended = ended_.find(id); it == jobs_.end() && ended != ended_.end()) throw ended->second;
-  if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, "no such job");
+  if (it == jobs_.end()) {
+    throw_if_ended(id);
+    throw EngineError(EngineError::kNotFound, "no such job");
+  }
   return it->second;
 }
 
@@ -1044,8 +1046,10 @@ bool Engine::next_batch(JobId id, BatchOut* out) {
 Engine::Poll Engine::poll_batch(JobId id, BatchOut* out) {
   MutexLock lk(mu_);
   auto it = jobs_.find(id);
-  if (const auto ended = ended_.find(id); it == jobs_.end() && ended != ended_.end()) throw ended->second;
-  if (it == jobs_.end()) throw EngineError(EngineError::kUnavailable, "job closed");
+  if (it == jobs_.end()) {
+    throw_if_ended(id);
+    throw EngineError(EngineError::kUnavailable, "job closed");
+  }
   return take_batch(*it->second, out);
 }
 
@@ -1189,6 +1193,10 @@ void Engine::close_job(JobId id) {
   if (it == jobs_.end()) return;
   std::shared_ptr<Job> keep = it->second;
   release(*keep);
+}
+
+void Engine::throw_if_ended(JobId id) const {
+  if (const auto ended = ended_.find(id); ended != ended_.end()) throw ended->second;
 }
 
 void Engine::end_job(const std::string& name) {

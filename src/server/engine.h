@@ -223,6 +223,8 @@ class Engine {
   void release(Job& j) JOADER_REQUIRES(mu_);
   void fail_job(Job& j, EngineError::Code code, const std::string& message) JOADER_REQUIRES(mu_);
   std::shared_ptr<Job> find_job(JobId id) JOADER_REQUIRES(mu_);
+  // Throws the error of a job end_job() ended, if `id` is one (its stream not closed yet).
+  void throw_if_ended(JobId id) const JOADER_REQUIRES(mu_);
   v1::DatasetInfo info(const Dataset& ds) const JOADER_REQUIRES(mu_);
   static std::string item_name(const Dataset& ds, ItemId item);                           // "item N (path)"
   static std::string item_error(const Dataset& ds, ItemId item, const std::string& what);  // "item N (path): what"

@@ -181,6 +181,9 @@ def test_job_rm_ends_a_stale_job_at_once_and_its_loader_is_told_who_ended_it(cli
     stale = joader.Loader("s", name="stale-notebook", batch_size=4, epochs=None, client=client)
     it = iter(stale)
     next(it)  # then left open, as a notebook leaves it
+    deadline = time.monotonic() + 10
+    while client.status()["pinned_bytes"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)  # the batches decided ahead of it are still loading
     assert client.status()["pinned_bytes"] > 0
     r = daemon.cli("job", "rm", "stale-notebook")
     assert "ended job 'stale-notebook'" in r.stdout
