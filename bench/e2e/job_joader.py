@@ -1,7 +1,8 @@
 """One Joader job: joader.torch.DataLoader on the same ImageFolder (registered in the daemon with
 resize 256, crop 224 for the eval pipeline; decoded at its own size for the training pipeline,
 which this job then augments per item with RandomResizedCrop(224) + RandomHorizontalFlip() on its
-own main thread). Prints one JSON line: {"items", "seconds", "start", "end"}."""
+own main thread; for the recipe pipeline, the ops after the crop and flip run in the job's Python pool
+of --workers processes). Prints one JSON line: {"items", "seconds", "start", "end"}."""
 import argparse
 
 import torch
@@ -19,7 +20,8 @@ def main():
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0)
-    ap.add_argument("--pipeline", choices=["eval", "train"], default="eval")
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe"], default="eval")
+    ap.add_argument("--workers", type=int, default=1, help="recipe: processes of the job's Python pool")
     ap.add_argument("--barrier", action="store_true", help="print 'ready', wait for a line on stdin, then start")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -30,8 +32,10 @@ def main():
     if args.pipeline == "train":
         import torchvision.transforms as T
         augment = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()])
+    elif args.pipeline == "recipe":  # RandomResizedCrop + flip natively, TrivialAugment onwards in the pool
+        augment = timed.recipe()
     loader = DataLoader("e2e", batch_size=args.batch_size, indices=ids, epochs=args.epochs, client=client,
-                        augment=augment, augment_threads=1)
+                        augment=augment, augment_threads=1, num_workers=args.workers)
     timed.run(loader, args.epochs, args.sleep_ms, args.barrier)
 
 if __name__ == "__main__":

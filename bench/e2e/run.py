@@ -57,7 +57,7 @@ def make_data(build, root, images, kind="synthetic"):
 def scenarios(epoch_seconds, pipeline="eval"):
     """name -> list of job specs (share, subset seed, start delay s, sleep ms per batch)."""
     same = lambda k: [dict(share=1.0, seed=0, start=0.0, sleep=0.0) for _ in range(k)]
-    if pipeline == "train":
+    if pipeline in ("train", "recipe"):
         return {"a: k=1": same(1), "b: k=2 identical": same(2), "b: k=4 identical": same(4)}
     return {
         "a: k=1": same(1),
@@ -121,6 +121,7 @@ def run_baseline(root, jobs, pipeline="eval", epochs=1, prefetch=PREFETCH_FACTOR
 
 def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
     threads = max(2, len(jobs))
+    workers = max(1, threads // len(jobs))  # the recipe's Python pool: as many as the baseline's workers
     cpu0 = cpu_children()
     daemon = Daemon(os.path.join(build, "joader"), tmp, name="e2e", cache_size="512MiB", threads=threads)
     socket = daemon.socket
@@ -130,7 +131,7 @@ def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
         env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
         cmds = [[PY, os.path.join(HERE, "job_joader.py"), "--socket", socket, "--batch-size", str(BATCH),
                  "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"]),
-                 "--pipeline", pipeline, "--epochs", str(epochs)] for j in jobs]
+                 "--pipeline", pipeline, "--epochs", str(epochs), "--workers", str(workers)] for j in jobs]
         results = run_jobs(cmds, [j["start"] for j in jobs], env)
         status = daemon.status()
     finally:
@@ -168,9 +169,11 @@ def main():
     ap.add_argument("--plot-only", action="store_true", help="redraw the plot from OUT/e2e_results.json")
     ap.add_argument("--epochs", type=int, default=1,
                     help="epochs per job; with 2 or more, first-epoch and steady-state images/s are reported apart")
-    ap.add_argument("--pipeline", choices=["eval", "train"], default="eval",
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe"], default="eval",
                     help="eval: Resize(256) + CenterCrop(224), shared whole; train: RandomResizedCrop(224) + "
-                         "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*)")
+                         "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*); "
+                         "recipe: torchvision's ta_wide + RandomErasing(0.1) reference recipe, float32 "
+                         "(e2e_recipe_*)")
     ap.add_argument("--data", choices=["synthetic", "photos"], default="synthetic",
                     help="synthetic 500x375 JPEGs, or crops of real photographs (results in e2e_photos_*)")
     ap.add_argument("--scenarios", metavar="LETTERS",
@@ -179,7 +182,8 @@ def main():
                     help="only measure the baseline with each DataLoader prefetch_factor (k = 1 and k = 4, "
                          "--runs runs each, interleaved) and print the medians")
     args = ap.parse_args()
-    stem = ("e2e" if args.pipeline == "eval" else "e2e_train") + ("_photos" if args.data == "photos" else "")
+    stem = {"eval": "e2e", "train": "e2e_train", "recipe": "e2e_recipe"}[args.pipeline] + (
+        "_photos" if args.data == "photos" else "")
     if args.plot_only:
         with open(os.path.join(args.out, f"{stem}_results.json")) as f:
             return plot(json.load(f)["rows"], os.path.join(args.out, f"{stem}.png"), args.pipeline)
@@ -299,8 +303,9 @@ def plot(rows, path, pipeline="eval"):
     ax2.set_xticks(list(x), labels)
     ax2.set_ylabel("CPU ms per delivered image")
     ax2.set_title("CPU per image (lower is better)")
-    what = ("Resize(256) -> CenterCrop(224)" if pipeline == "eval"
-            else "RandomResizedCrop(224) -> RandomHorizontalFlip()\n(decode shared, crops per job)")
+    what = {"eval": "Resize(256) -> CenterCrop(224)",
+            "train": "RandomResizedCrop(224) -> RandomHorizontalFlip()\n(decode shared, crops per job)",
+            "recipe": "ta_wide + RandomErasing(0.1) recipe, float32\n(decode shared, augmentation per job)"}[pipeline]
     fig.suptitle(f"2 vCPUs, 500x375 JPEGs -> {what}; medians of paired runs", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

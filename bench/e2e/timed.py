@@ -6,6 +6,18 @@ import time
 import numpy as np
 
 
+def recipe():
+    """torchvision's classification reference recipe with --auto-augment ta_wide --random-erase 0.1
+    (references/classification/presets.py, ClassificationPresetTrain), float32 normalised: the
+    pipeline of the `recipe` benchmark, the same object on both sides."""
+    import torch
+    from torchvision import transforms as T
+    return T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(0.5),
+                      T.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR), T.PILToTensor(),
+                      T.ConvertImageDtype(torch.float), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+                      T.RandomErasing(0.1)])
+
+
 def subset(n, share, seed):
     """The job's item ids: a seeded random `share` of 0..n-1 (None: all), the same on both sides."""
     return None if share >= 1.0 else np.random.default_rng(seed).permutation(n)[: int(n * share)]

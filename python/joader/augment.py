@@ -1,36 +1,23 @@
-"""Per-job augmentation: torchvision transform objects, read into the ops Joader runs in C++ on
-each delivered item (src/prep/augment.h), with torchvision's semantics and parameter law.
+"""Per-job augmentation: a pipeline of torchvision (or any) transforms, planned into the ops
+Joader runs in C++ on each delivered item (src/prep/augment.h, torchvision's semantics and
+parameter law) and the rest, which runs per item in Python (joader.pool).
 
-Supported: RandomResizedCrop (bilinear), RandomHorizontalFlip, Resize (an int: the shorter side;
-bilinear), CenterCrop (square), alone or in a Compose (or a list); in joader.torch.DataLoader the
-pipeline may end in ToTensor / PILToTensor (+ ConvertImageDtype) / Normalize (split_tensor_tail).
-torchvision itself is not imported: the objects are read by their class names and attributes.
+Native: RandomResizedCrop (bilinear, square), RandomHorizontalFlip, Resize (an int: the shorter
+side; bilinear), CenterCrop (square), as the longest prefix that ends in one size; in
+joader.torch.DataLoader a pipeline's final ToTensor / PILToTensor (+ ConvertImageDtype) / Normalize
+is fused into the batch's write (split_tensor_tail). Everything else runs in Python, exactly as
+torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
+their class names and attributes.
 """
 import secrets
+from dataclasses import dataclass, field
 
 from . import _native
+from ._native import JoaderError
 from .client import INVALID_ARGUMENT, error
 
-SUPPORTED = "RandomResizedCrop, RandomHorizontalFlip, Resize, CenterCrop (alone, in a list or in a Compose)"
+SUPPORTED = "RandomResizedCrop, RandomHorizontalFlip, Resize, CenterCrop"
 RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP = range(4)
-
-
-def _square(size, name):
-    if isinstance(size, int):
-        return size
-    size = tuple(size)
-    if len(size) == 1:
-        return int(size[0])
-    if len(size) == 2 and size[0] == size[1]:
-        return int(size[0])
-    raise error(INVALID_ARGUMENT, f"augment: {name}: size {size} is not square; batches are [B, 3, S, S]")
-
-
-def _bilinear(transform, name):
-    mode = getattr(transform, "interpolation", None)
-    value = getattr(mode, "value", mode)
-    if value not in ("bilinear", 2, None):
-        raise error(INVALID_ARGUMENT, f"augment: {name}: only bilinear interpolation is supported, not {value}")
 
 
 TENSOR_TAIL = "ToTensor, PILToTensor, ConvertImageDtype, Normalize"
@@ -60,6 +47,10 @@ def split_tensor_tail(augment):
     gives. Raises JoaderError naming a tensor transform in the middle of the pipeline."""
     items = _items(augment)
     names = [type(t).__name__ for t in items]
+    several = next((n for n in names if n in ("FiveCrop", "TenCrop")), None)
+    if several:
+        raise error(INVALID_ARGUMENT, f"augment: {several} gives several images per item; a batch holds one image per "
+                                      "item (for test-time crops, evaluate each crop as its own pipeline)")
     first = next((i for i, n in enumerate(names) if n in ("ToTensor", "PILToTensor")), None)
     if first is None:
         if any(n in ("ConvertImageDtype", "Normalize") for n in names):
@@ -83,46 +74,141 @@ def split_tensor_tail(augment):
     return items[:first], tail
 
 
-def ops_from(augment):
-    """augment (a torchvision transform, a Compose, or a list of them, nested or not) as op tuples
-    for the native module; [] for None. Raises JoaderError (INVALID_ARGUMENT) naming what it cannot
-    run or what is wrong with the pipeline."""
+def _interpolation(transform):
+    mode = getattr(transform, "interpolation", None)
+    return getattr(mode, "value", mode)
+
+
+def _square_size(size):
+    """The side of a square size (an int, [S] or (S, S)), else None."""
+    if isinstance(size, int):
+        return size
+    size = tuple(size)
+    if len(size) == 1 or (len(size) == 2 and size[0] == size[1]):
+        return int(size[0])
+    return None
+
+
+def _native_op(t):
+    """t as the op tuple of the C++ op with its semantics, or None when Joader runs it in Python
+    (another class, interpolation or size form). Raises nothing: bad values are the native
+    validation's to name."""
+    name = type(t).__name__
+    if name == "RandomResizedCrop":
+        side = _square_size(t.size)
+        if side is None or _interpolation(t) not in ("bilinear", 2, None):
+            return None
+        (s0, s1), (r0, r1) = t.scale, t.ratio
+        return (RANDOM_RESIZED_CROP, side, float(s0), float(s1), float(r0), float(r1), 0.0)
+    if name == "RandomHorizontalFlip":
+        return (RANDOM_HORIZONTAL_FLIP, 0, 0.0, 0.0, 0.0, 0.0, float(t.p))
+    if name == "Resize":
+        size = t.size
+        single = isinstance(size, int) or len(tuple(size)) == 1
+        if not single or _interpolation(t) not in ("bilinear", 2, None) or getattr(t, "max_size", None) is not None:
+            return None
+        return (RESIZE, _square_size(size), 0.0, 0.0, 0.0, 0.0, 0.0)
+    if name == "CenterCrop":
+        side = _square_size(t.size)
+        return None if side is None else (CENTER_CROP, side, 0.0, 0.0, 0.0, 0.0, 0.0)
+    return None
+
+
+def describe(t):
+    """A transform as a user reads it in an error: its repr when short, else its class name."""
+    try:
+        text = " ".join(repr(t).split())
+    except Exception:
+        text = ""
+    name = type(t).__name__
+    return text if text and len(text) <= 120 else name
+
+
+_SIZING = (RANDOM_RESIZED_CROP, RESIZE, CENTER_CROP)
+
+
+def _fixed_size_prefix(ops):
+    """The length of the longest prefix of ops that ends in one size for every image (its last
+    sizing op a RandomResizedCrop or a CenterCrop); 0 if none."""
+    best, fixed = 0, False
+    for n, op in enumerate(ops, 1):
+        if op[0] in _SIZING:
+            fixed = op[0] != RESIZE
+        if fixed:
+            best = n
+    return best
+
+
+@dataclass
+class Plan:
+    """How a pipeline runs per item: `native` op tuples first (C++, on the augmentation threads),
+    then `python` transforms (in the job's worker processes, each image handed over as a PIL
+    image), then `tail`, the tensor conversion fused into the batch's write (see split_tensor_tail)
+    or None. The native ops and the tail are exactly torchvision's; the rest is torchvision's (or
+    the user's) own code."""
+    native: list = field(default_factory=list)
+    python: list = field(default_factory=list)
+    tail: object = None
+
+    @property
+    def augmenting(self):
+        return bool(self.native or self.python)
+
+    def summary(self):
+        """E.g. "native: RandomResizedCrop, RandomHorizontalFlip; Python: TrivialAugmentWide"."""
+        kinds = {RANDOM_RESIZED_CROP: "RandomResizedCrop", RANDOM_HORIZONTAL_FLIP: "RandomHorizontalFlip",
+                 RESIZE: "Resize", CENTER_CROP: "CenterCrop"}
+        native = [kinds[op[0]] for op in self.native] + (["tensor tail"] if self.tail is not None else [])
+        parts = []
+        if native:
+            parts.append("native: " + ", ".join(native))
+        if self.python:
+            parts.append("Python: " + ", ".join(type(t).__name__ for t in self.python))
+        return "; ".join(parts)
+
+
+def plan(augment, tensors=True):
+    """The Plan of a pipeline (a transform, a list or a Compose, nested): the longest prefix that
+    Joader runs natively and that ends in one size, then everything else in Python, except a
+    tensor tail (ToTensor / PILToTensor + ConvertImageDtype, then Normalize) at the very end, which
+    is fused into the batch's write. tensors=False (joader.Loader, which yields uint8 arrays)
+    refuses tensor transforms. Raises JoaderError (INVALID_ARGUMENT) naming the problem."""
     if augment is None:
-        return []
-    ops = _flatten(augment)
-    _native.check_augment(ops)
-    return ops
-
-
-def _flatten(augment):
-    ops = []
-    for t in _items(augment):
-        name = type(t).__name__
-        if name == "RandomResizedCrop":
-            _bilinear(t, name)
-            (s0, s1), (r0, r1) = t.scale, t.ratio
-            ops.append((RANDOM_RESIZED_CROP, _square(t.size, name), float(s0), float(s1), float(r0), float(r1), 0.0))
-        elif name == "RandomHorizontalFlip":
-            ops.append((RANDOM_HORIZONTAL_FLIP, 0, 0.0, 0.0, 0.0, 0.0, float(t.p)))
-        elif name == "Resize":
-            _bilinear(t, name)
-            size = t.size
-            if not isinstance(size, int) and len(tuple(size)) != 1:
-                raise error(INVALID_ARGUMENT, f"augment: Resize: only Resize(S) (shorter side to S) is supported, "
-                                              f"not size {tuple(size)}")
-            if getattr(t, "max_size", None) is not None:
-                raise error(INVALID_ARGUMENT, "augment: Resize: max_size is not supported")
-            ops.append((RESIZE, _square(size, name), 0.0, 0.0, 0.0, 0.0, 0.0))
-        elif name == "CenterCrop":
-            ops.append((CENTER_CROP, _square(t.size, name), 0.0, 0.0, 0.0, 0.0, 0.0))
-        elif name in ("ToTensor", "PILToTensor", "ConvertImageDtype", "Normalize"):
-            raise error(INVALID_ARGUMENT, f"augment: {name}: joader.Loader yields uint8 arrays; a pipeline that ends "
-                                          f"in tensors ({TENSOR_TAIL}) runs in joader.torch.DataLoader")
-        else:
-            raise error(INVALID_ARGUMENT, f"augment: Joader cannot run {name} per item; it runs {SUPPORTED}, and at "
-                                          f"the end of a joader.torch.DataLoader pipeline {TENSOR_TAIL}. Apply other "
-                                          "transforms per batch (transform=, e.g. normalisation on the GPU)")
-    return ops
+        return Plan()
+    items = _items(augment)
+    if not items:
+        raise error(INVALID_ARGUMENT, "augment: the pipeline is empty; give augment=None for no augmentation")
+    names = [type(t).__name__ for t in items]
+    several = next((n for n in names if n in ("FiveCrop", "TenCrop")), None)
+    if several:
+        raise error(INVALID_ARGUMENT, f"augment: {several} gives several images per item; a batch holds one image per "
+                                      "item (for test-time crops, evaluate each crop as its own pipeline)")
+    first = next((i for i, n in enumerate(names) if n in ("ToTensor", "PILToTensor")), len(items))
+    if not tensors and first < len(items):
+        raise error(INVALID_ARGUMENT, f"augment: {names[first]}: joader.Loader yields uint8 arrays; a pipeline that "
+                                      f"ends in tensors ({TENSOR_TAIL}) runs in joader.torch.DataLoader")
+    if any(n in ("ConvertImageDtype", "Normalize") for n in names[:first]):
+        raise error(INVALID_ARGUMENT, "augment: ConvertImageDtype and Normalize take tensors: put ToTensor() or "
+                                      "PILToTensor() before them")
+    native = []
+    for t in items[:first]:
+        op = _native_op(t)
+        if op is None:
+            break
+        native.append(op)
+    native = native[:_fixed_size_prefix(native)]
+    if native:
+        _native.check_augment(native)
+    rest = items[len(native):]
+    tail = None
+    if first < len(items):
+        try:
+            _, tail = split_tensor_tail(items[first:])
+        except JoaderError:
+            tail = None  # a tensor transform after the tail (RandomErasing): all of it runs in Python
+        if tail is not None:
+            rest = items[len(native):first]
+    return Plan(native, rest, tail)
 
 
 def fresh_seed():

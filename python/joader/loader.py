@@ -1,4 +1,5 @@
 """joader.Loader: one job's batches, epoch after epoch, with mid-epoch resume."""
+import collections
 import math
 import numbers
 import sys
@@ -7,10 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .augment import fresh_seed, ops_from
+from .augment import Plan, fresh_seed, plan as augment_plan
 from ._native import JoaderError
 from .client import (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, check_not_forked, error,
                      forked, integer, keep_forever)
+from .pool import PythonStage, to_batch
 
 MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
 
@@ -101,10 +103,13 @@ class Loader:
     epochs: how many epochs one pass over the loader yields (None: unbounded); a pass over a loader
     that has yielded them all raises JoaderError. A batch never spans two epochs; the last batch of an epoch may be short unless drop_last. state: a state_dict()
     of an earlier loader of the same job, even from a process that died: the job continues in that
-    epoch with exactly the items not consumed yet. augment: torchvision transforms (RandomResizedCrop,
-    RandomHorizontalFlip, Resize, CenterCrop, or a Compose of them) run in C++ on each delivered
-    item of a decoded dataset, in this process, on augment_threads threads; their random draws come
-    from (augment_seed, epoch, item): None draws a fresh seed for this job. layout: "NHWC" (the
+    epoch with exactly the items not consumed yet. augment: a per-item pipeline (a transform, a
+    list or a Compose) for a decoded dataset: its longest prefix of RandomResizedCrop,
+    RandomHorizontalFlip, Resize and CenterCrop that ends in one size runs in C++ in this process, on
+    augment_threads threads; the rest (any callable taking and giving a PIL image) runs per item in
+    num_workers worker processes (None: augment_threads of them; 0: in this process; see
+    joader.pool), worker_init_fn(worker_id) called in each as it starts. All random draws come from
+    (augment_seed, epoch, item): None draws a fresh seed for this job. layout: "NHWC" (the
     daemon's own) or "NCHW", in which fixed-size RGB items are gathered straight into [B, C, H, W]
     (one pass over the bytes; cheaper than gathering NHWC and permuting). reconnect: when the daemon
     is lost (killed, restarted), wait up to 60 s (True), that many seconds (a number) or not at all
@@ -114,7 +119,7 @@ class Loader:
 
     def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
                  drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2, layout="NHWC",
-                 reconnect=True):
+                 reconnect=True, num_workers=None, worker_init_fn=None, _stage=None):
         self.batch_size = integer("batch_size", batch_size, 1)
         self.reconnect = reconnect_seconds(reconnect)
         if layout not in ("NHWC", "NCHW"):
@@ -127,13 +132,26 @@ class Loader:
         self.name = name or ""
         self.drop_last = bool(drop_last)
         self.indices = None if indices is None else subset_ids(self.client, dataset, indices)
-        self._identity = dataset_identity(self.client.dataset(dataset))
+        info = self.client.dataset(dataset)
+        self._identity = dataset_identity(info)
         self._size = len(self.indices) if self.indices is not None else self._identity["dataset_items"]
-        self._augment = ops_from(augment)
+        plan = augment if isinstance(augment, Plan) else augment_plan(augment, tensors=False)
+        self._augment = plan.native
         self.augment_threads = integer("augment_threads", augment_threads, 1)
+        # The Python part of the pipeline: a pool of worker processes (joader.torch.DataLoader
+        # passes its own, kept across its per-epoch loaders), batches in flight in self._pending.
+        self._stage, self._own_stage = _stage, False
+        if plan.python and info["raw"]:
+            raise error(INVALID_ARGUMENT, f"augment needs a decoded dataset, and '{dataset}' stores raw bytes")
+        if plan.python and _stage is None:
+            workers = self.augment_threads if num_workers is None else integer("num_workers", num_workers, 0)
+            self._stage, self._own_stage = PythonStage(plan.python, workers, worker_init_fn), True
+        self._pending = collections.deque()  # (epoch, last, ids, labels, ticket) fetched, not yet yielded
+        self._fetched_all = False
+        self._depth = 2  # batches the Python stage works on ahead of the one yielded
         if augment_seed is None and state is not None and state.get("augment_seed") is not None:
             augment_seed = state["augment_seed"]  # a resumed job gets the crops it would have got
-        self.augment_seed = None if not self._augment else (
+        self.augment_seed = None if not plan.augmenting else (
             fresh_seed() if augment_seed is None else integer("augment_seed", augment_seed, 0, 2**64 - 1))
         if state is not None:
             if state.get("dataset") not in (None, dataset):
@@ -162,28 +180,31 @@ class Loader:
             dataset=self.dataset, name=self.name, ids=ids, batch_size=self.batch_size,
             epochs=0 if self.epochs is None else int(self.epochs), prefetch=int(self.prefetch),
             drop_last=bool(self.drop_last), resume_epoch=self._epoch if resume else -1, consumed=self._consumed,
-            augment=self._augment, augment_seed=self.augment_seed or 0, augment_threads=self.augment_threads)
+            augment=self._augment, augment_seed=self.augment_seed or 0, augment_threads=self.augment_threads,
+            python_augment=[type(t).__name__ for t in self._stage.transforms] if self._stage is not None else [])
         self.name = self._job.info["name"]
 
     def batches(self, until_epoch_end=False):
         """Yields batches; with until_epoch_end, stops after the current epoch's last batch."""
         if self.epochs is not None and self._epoch >= self.epochs:
             raise exhausted(self.epochs, "Loader")
-        if self._job is None:
-            self._open()
         while True:
-            check_not_forked()  # a loader inherited through fork() would hang
-            try:
-                got = self._job.next(self.layout == "NCHW", self._to_float)
-            except JoaderError as e:
-                if e.code != UNAVAILABLE or not self.reconnect:
+            if self._stage is None:
+                got = self._fetch()
+                if got is None:
+                    self.close()
+                    return
+                epoch, last, ids, labels, data = got
+            else:
+                try:
+                    got = self._next_from_stage()
+                except BaseException:  # a transform raised, a worker died, Ctrl-C: nothing in flight is consumed
+                    self._drop_pending()
                     raise
-                self._reconnect(e)
-                continue
-            if got is None:
-                self.close()
-                return
-            epoch, last, ids, labels, data = got
+                if got is None:
+                    self.close()
+                    return
+                epoch, last, ids, labels, data = got
             self._skipped.update(self._job.take_skipped())
             self._consumed.extend(ids.tolist())
             if last:
@@ -193,17 +214,72 @@ class Loader:
             if last and until_epoch_end:
                 return
 
+    def _fetch(self, final=True):
+        """The daemon's next batch (epoch, last, ids, labels, data), or None after the last epoch;
+        reconnects to a restarted daemon. final=False: as the Python stage takes it (NHWC uint8)."""
+        if self._job is None:
+            self._open()
+        while True:
+            check_not_forked()  # a loader inherited through fork() would hang
+            try:
+                if final:
+                    return self._job.next(self.layout == "NCHW", self._to_float)
+                return self._job.next(False, None)
+            except JoaderError as e:
+                if e.code != UNAVAILABLE or not self.reconnect:
+                    raise
+                self._reconnect(e)
+
+    def _next_from_stage(self):
+        """The oldest batch in flight in the Python stage, finished, keeping up to self._depth more
+        in flight behind it (so that the workers run while the training loop does)."""
+        while not self._fetched_all and len(self._pending) <= self._depth:
+            got = self._fetch(final=False)
+            if got is None:
+                self._fetched_all = True
+                break
+            epoch, last, ids, labels, data = got
+            ticket = self._stage.submit(self.augment_seed, epoch, ids.tolist(), data) if len(ids) else None
+            self._pending.append((epoch, last, ids, labels, ticket))
+        if not self._pending:
+            return None
+        epoch, last, ids, labels, ticket = self._pending[0]
+        data = None
+        if ticket is not None:
+            out = self._stage.collect(ticket)
+            data = to_batch(out, self.layout, self._to_float, self.augment_threads)
+            self._stage.release(ticket)
+        self._pending.popleft()
+        return epoch, last, ids, labels, data
+
+    def _drop_pending(self):
+        """Forgets the batches in flight (their items were not consumed) and the job that sent them:
+        the next pass re-opens the job from this loader's state, so they are delivered again."""
+        if self._pending or self._job is not None:
+            self._pending.clear()
+            self._stage.reset()
+            self._fetched_all = False
+            try:
+                self._close_job()
+            except JoaderError:
+                pass
+
     def __iter__(self):
         return self.batches()
 
     def _reconnect(self, lost):
         """After losing the daemon: waits up to self.reconnect seconds for one to serve the socket
-        again, then re-opens the job from this loader's own state (the daemon forgot it)."""
+        again, then re-opens the job from this loader's own state (the daemon forgot it); batches
+        in flight in the Python stage are dropped (they are delivered again)."""
         socket = self.client.socket
         print(f"joader: job {self.name}: {lost}; waiting up to {self.reconnect:.0f} s for the daemon to come "
               "back", file=sys.stderr, flush=True)
+        if self._pending:
+            self._pending.clear()
+            self._stage.reset()
+        self._fetched_all = False
         try:
-            self.close()
+            self._close_job()
         except JoaderError:
             pass
         deadline = time.monotonic() + self.reconnect
@@ -235,7 +311,7 @@ class Loader:
         as Loader(..., state=...) to resume: the remaining items get the crops they would have got."""
         state = {"dataset": self.dataset, "epoch": self._epoch, "consumed": list(self._consumed),
                  **self._identity}
-        if self._augment:
+        if self.augment_seed is not None:
             state["augment_seed"] = self.augment_seed
         return state
 
@@ -254,7 +330,15 @@ class Loader:
         return self._waited + (self._job.wait_seconds if self._job is not None else 0.0)
 
     def close(self):
-        """Ends the job in the daemon now (also when the loader is garbage-collected)."""
+        """Ends the job in the daemon now, and its Python workers (also when the loader is
+        garbage-collected)."""
+        self._pending.clear()
+        self._fetched_all = False
+        if self._own_stage and not forked():
+            self._stage.close()
+        self._close_job()
+
+    def _close_job(self):
         if self._job is not None:
             if forked():  # the parent's job: never touched here (gRPC would hang), never destroyed
                 keep_forever(self._job)

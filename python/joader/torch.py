@@ -11,13 +11,15 @@ all jobs; per-item augmentation runs in the job (`augment=`), per-batch work (mo
 MixUp) in `transform`.
 """
 import math
+import warnings
 
 import numpy as np
 import torch
 
-from .augment import derived_seed, fresh_seed, ops_from, split_tensor_tail
+from .augment import derived_seed, fresh_seed, plan as augment_plan
 from .client import Client, integer
 from .loader import Loader, check_resumable, dataset_identity, exhausted, reconnect_seconds, subset_ids
+from .pool import PythonStage
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -28,6 +30,25 @@ def _distributed():
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return None
+
+
+def _refuse_torch_only(shuffle, sampler, batch_sampler, collate_fn, generator, timeout):
+    """torch DataLoader arguments that mean nothing for a Joader job: ValueError saying why."""
+    if shuffle is False:
+        raise ValueError("shuffle=False: Joader always gives each epoch in a uniformly random order (drawn so that "
+                         "jobs on one dataset share their loads); leave shuffle out. An evaluation's result does not "
+                         "depend on the order")
+    for name, value, why in (
+            ("sampler", sampler, "the order is Joader's; give the subset as indices="),
+            ("batch_sampler", batch_sampler, "give batch_size= (and drop_last=); the subset as indices="),
+            ("collate_fn", collate_fn, "batches are stacked tensors; use transform=(images, labels) for per-batch work"),
+            ("generator", generator, "the order is Joader's; augment_seed= makes augmentation reproducible, seed= "
+                                     "the data-parallel partition")):
+        if value is not None:
+            raise ValueError(f"{name}= is not supported by joader.torch.DataLoader: {why}")
+    if timeout:
+        raise ValueError("timeout= is not supported: Joader does not hang silently (a job that cannot be served gets "
+                         "an error within seconds, a dead worker is an error, Ctrl-C works); leave it at 0")
 
 
 def partition(n, world_size, rank, seed, epoch, drop_last=False):
@@ -63,29 +84,58 @@ class DataLoader:
     T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]); augment_seed: None for a fresh
     seed per job, an int for reproducible crops; it is part of state_dict(). reconnect: after a
     daemon restart, continue the job exactly where it was (see joader.Loader); True waits up to 60 s.
+
+    augment may be any torchvision pipeline, ending in tensors or not: what Joader runs natively
+    runs in C++, the rest per item in `num_workers` worker processes (None: augment_threads of them;
+    0: in this process), started with `multiprocessing_context` ("fork" by default, as torch's),
+    `worker_init_fn(worker_id)` called in each; `prefetch_factor` batches (default 2) are in the
+    workers' hands ahead of the one the loop trains on. torch's DataLoader arguments that have no
+    meaning here are refused with the reason (shuffle=False, sampler, batch_sampler, collate_fn,
+    generator, timeout); pin_memory=True pins each batch when CUDA is available (else warns, as
+    torch does); persistent_workers is accepted (the workers always persist until close()).
     """
 
     def __init__(self, dataset, batch_size=1, indices=None, epochs=None, name=None, client=None, rank=None,
-                 world_size=None, state=None, layout="NCHW", dtype=torch.uint8, mean=IMAGENET_MEAN,
+                 world_size=None, state=None, layout="NCHW", dtype=None, mean=IMAGENET_MEAN,
                  std=IMAGENET_STD, transform=None, drop_last=False, seed=0, prefetch=4, with_indices=False,
-                 augment=None, augment_seed=None, augment_threads=2, reconnect=True):
+                 augment=None, augment_seed=None, augment_threads=2, reconnect=True, num_workers=None,
+                 worker_init_fn=None, multiprocessing_context=None, prefetch_factor=None, persistent_workers=False,
+                 pin_memory=False, shuffle=True, sampler=None, batch_sampler=None, collate_fn=None, generator=None,
+                 timeout=0):
+        _refuse_torch_only(shuffle, sampler, batch_sampler, collate_fn, generator, timeout)
         if layout not in ("NCHW", "NHWC"):
             raise ValueError("layout must be 'NCHW' or 'NHWC'")
-        if dtype not in (torch.uint8, torch.float32):
+        if dtype not in (None, torch.uint8, torch.float32):
             raise ValueError("dtype must be torch.uint8 or torch.float32")
-        augment, tail = split_tensor_tail(augment)
-        if tail is not None:  # the pipeline's own tensor conversion decides dtype and normalisation
-            ends = "ToTensor/ConvertImageDtype" if tail["float"] else "PILToTensor"
+        plan = augment_plan(augment)
+        tail = plan.tail
+        # A ToTensor run in Python (a tensor transform such as RandomErasing after it): the batch is
+        # the stack of the pipeline's own tensors.
+        python_tensors = any(type(t).__name__ in ("ToTensor", "PILToTensor") for t in plan.python)
+        if tail is not None or python_tensors:  # the pipeline's own tensor conversion decides dtype and normalisation
+            ends = "PILToTensor" if tail is not None and not tail["float"] else "ToTensor/ConvertImageDtype"
+            if python_tensors:
+                ends = "tensor transforms"
             if layout != "NCHW":
-                raise ValueError(f"augment ends in {ends}, which gives [C, H, W] tensors: layout must be 'NCHW'")
-            if dtype == torch.float32 and not tail["float"]:
+                raise ValueError(f"augment ends in {ends}, which give [C, H, W] tensors: layout must be 'NCHW'")
+            if tail is not None and dtype == torch.float32 and not tail["float"]:
                 raise ValueError("augment ends in PILToTensor (uint8 tensors) but dtype=torch.float32: add "
                                  "T.ConvertImageDtype(torch.float) to the pipeline, or leave dtype out")
             if mean is not IMAGENET_MEAN or std is not IMAGENET_STD:
                 raise ValueError("augment ends in tensors: its Normalize, if any, is the normalisation; mean= and "
                                  "std= would normalise a second time: leave them out")
-            dtype = torch.float32 if tail["float"] else torch.uint8
-            mean, std = tail["mean"], tail["std"]
+            if tail is not None:
+                dtype = torch.float32 if tail["float"] else torch.uint8
+                mean, std = tail["mean"], tail["std"]
+        self._expected_dtype = dtype  # checked against a Python tensor tail's batches
+        if dtype is None:
+            dtype = torch.uint8
+        self.pin_memory = bool(pin_memory)
+        if self.pin_memory and not torch.cuda.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.")
+            self.pin_memory = False
+        self.persistent_workers = bool(persistent_workers)
         dist = _distributed()
         if rank is None and world_size is None and dist is not None:
             rank, world_size = dist
@@ -101,21 +151,30 @@ class DataLoader:
         self.drop_last, self.seed, self.prefetch, self.with_indices = drop_last, seed, prefetch, with_indices
         # float32 batches are converted by the native gather in the pass that writes them: () scales
         # to [0, 1] only (a pipeline whose ToTensor has no Normalize after it), else (mean, std).
-        self._to_float = None if dtype != torch.float32 else (
+        self._to_float = None if dtype != torch.float32 or python_tensors else (
             () if mean is None else (tuple(float(m) for m in mean), tuple(float(s) for s in std)))
-        self._augment = augment
+        self._python_tensors = python_tensors
+        self._augment = plan
         self.augment_threads = integer("augment_threads", augment_threads, 1)
         self.reconnect = reconnect_seconds(reconnect)
+        self.num_workers = self.augment_threads if num_workers is None else integer("num_workers", num_workers, 0)
+        depth = 2 if prefetch_factor is None else integer("prefetch_factor", prefetch_factor, 1)
+        self._depth = depth
+        self._stage = None
+        if plan.python:
+            self._stage = PythonStage(plan.python, self.num_workers, worker_init_fn, multiprocessing_context)
         if augment_seed is None and state is not None:
             augment_seed = state.get("augment_seed")
         self.augment_seed = None
-        augmenting = bool(ops_from(augment))
+        augmenting = plan.augmenting
         if augmenting:
             self.augment_seed = fresh_seed() if augment_seed is None else integer("augment_seed", augment_seed, 0,
                                                                                    2**64 - 1)
         self.client = client or Client()  # one connection for the job's set-up and its loaders
         self._subset = None if indices is None else subset_ids(self.client, dataset, indices)
         info = self.client.dataset(dataset)
+        if plan.python and info["raw"]:
+            raise ValueError(f"augment needs a decoded dataset, and '{dataset}' stores raw bytes")
         if not augmenting and not info["raw"] and info["height"] == 0:
             raise ValueError(f"dataset '{dataset}' stores images at their own size: give augment= (e.g. "
                              "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]), or "
@@ -136,8 +195,10 @@ class DataLoader:
         loader = Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
                       client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
                       augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
-                      augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect)
+                      augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect,
+                      _stage=self._stage)
         loader._to_float = self._to_float
+        loader._depth = self._depth
         return loader
 
     def _subset_size(self):
@@ -164,6 +225,11 @@ class DataLoader:
         # ToTensor + Normalize arithmetic; src/client/layout.h, to_float).
         images = torch.from_numpy(batch.data)
         labels = torch.from_numpy(batch.labels)
+        if self._python_tensors and self._expected_dtype is not None and images.dtype != self._expected_dtype:
+            raise ValueError(f"augment gives {images.dtype} tensors but dtype={self._expected_dtype}: leave dtype "
+                             "out (the pipeline's tensors are the batch), or change the pipeline")
+        if self.pin_memory:
+            images, labels = images.pin_memory(), labels.pin_memory()
         if self.transform is not None:
             images, labels = self.transform(images, labels)
         if self.with_indices:
@@ -224,9 +290,19 @@ class DataLoader:
         return self._waited + (self._loader.wait_seconds if self._loader is not None else 0.0)
 
     def close(self):
-        """Ends the job in the daemon now (also on leaving a `with` block, or when collected)."""
+        """Ends the job in the daemon now, and its Python workers (also on leaving a `with` block,
+        or when collected)."""
         if self._loader is not None:
             self._loader.close()
+        if self._stage is not None:
+            self._stage.close()
+
+    def __del__(self):
+        try:
+            if self._stage is not None:
+                self._stage.close()
+        except Exception:
+            pass
 
     def __enter__(self):
         return self

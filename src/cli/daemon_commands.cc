@@ -262,6 +262,9 @@ void print_status(const v1::StatusReply& s, bool json, bool watching) {
     fmt::print("{:<20} {:<16} {:>6} {:>18} {:>10.0f} {:>8}\n", j.name(), j.dataset(), epoch_column(j),
                fmt::format("{}/{}", j.delivered_in_epoch(), j.subset_size()), j.items_per_second(), j.queued());
   }
+  for (const auto& j : s.jobs()) {
+    if (!j.augment().empty()) fmt::print("{} augments per item: {}\n", j.name(), j.augment());
+  }
   if (watching) fmt::print("\n");
   std::fflush(stdout);
 }

@@ -263,6 +263,7 @@ std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
   r->set_resume_epoch(o.resume_epoch);
   r->mutable_resume_consumed()->Add(o.resume_consumed.begin(), o.resume_consumed.end());
   for (const v1::AugmentOp& op : o.augment) *r->add_augment() = op;
+  for (const std::string& name : o.python_augment) r->add_python_augment(name);
   v1::JobReply reply;
   bool registered = false;
   try {

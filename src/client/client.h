@@ -56,6 +56,7 @@ struct JobOptions {
   std::vector<uint32_t> resume_consumed;
   // Per-delivery augmentation the client will apply (the daemon checks it and shows it in status).
   std::vector<v1::AugmentOp> augment;
+  std::vector<std::string> python_augment;  // the names of the transforms it runs in Python after those
   uint32_t protocol_version = kProtocolVersion;  // tests only: to check the daemon refuses others
 };
 

@@ -85,6 +85,28 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
   if (error) std::rethrow_exception(error);
 }
 
+// The float conversion a batch asks for: None (uint8), () (x / 255) or (mean, std) (then
+// normalised), as joader.Loader passes it.
+struct FloatSpec {
+  explicit FloatSpec(const py::object& spec) {
+    as_float = !spec.is_none();
+    if (!as_float) return;
+    const py::tuple t = spec.cast<py::tuple>();
+    if (t.size() == 2) {
+      const auto m = t[0].cast<std::array<float, 3>>(), s = t[1].cast<std::array<float, 3>>();
+      std::copy(m.begin(), m.end(), norm.begin());
+      std::copy(s.begin(), s.end(), norm.begin() + 3);
+      normalize = true;
+    } else if (t.size() != 0) {
+      throw py::value_error("to_float must be () or (mean, std)");
+    }
+  }
+  const float* mean() const { return normalize ? norm.data() : nullptr; }
+  const float* stdev() const { return normalize ? norm.data() + 3 : nullptr; }
+  bool as_float = false, normalize = false;
+  std::array<float, 6> norm{};
+};
+
 // One job; next() returns (epoch, last_of_epoch, ids, labels, data) or None at the end. With an
 // augmentation, each item is augmented here, in the job's process, straight into the batch array.
 class PyJob {
@@ -115,22 +137,10 @@ class PyJob {
   // fixed-size images comes as float32, converted as torchvision's ToTensor + Normalize would, in
   // the same pass that writes it (on the augmentation threads for an augmenting job).
   py::object next(bool chw, py::object to_float_spec) {
-    std::array<float, 6> norm{};
-    const bool as_float = !to_float_spec.is_none();
-    bool normalize = false;
-    if (as_float) {
-      const py::tuple spec = to_float_spec.cast<py::tuple>();
-      if (spec.size() == 2) {
-        const auto mean = spec[0].cast<std::array<float, 3>>(), std = spec[1].cast<std::array<float, 3>>();
-        std::copy(mean.begin(), mean.end(), norm.begin());
-        std::copy(std.begin(), std.end(), norm.begin() + 3);
-        normalize = true;
-      } else if (spec.size() != 0) {
-        throw py::value_error("to_float must be () or (mean, std)");
-      }
-    }
-    const float* mean = normalize ? norm.data() : nullptr;
-    const float* stdev = normalize ? norm.data() + 3 : nullptr;
+    const FloatSpec spec(to_float_spec);
+    const bool as_float = spec.as_float;
+    const float* mean = spec.mean();
+    const float* stdev = spec.stdev();
     Batch b;
     bool more;
     {
@@ -279,6 +289,39 @@ PYBIND11_MODULE(_native, m) {
   });
 
   m.def("check_augment", [](const std::vector<OpTuple>& augment) { return pipeline_output_size(checked_ops(augment)); });
+  // The batch of images a Python pipeline gave (uint8 [n, H, W, 3], any strides of whole images)
+  // written into dst: [n, 3, H, W] with chw, else [n, H, W, 3]; float32 when to_float is not None
+  // (the gather's arithmetic, client/layout.h), else uint8. On up to `threads` threads, GIL released.
+  m.def(
+      "convert_images",
+      [](py::array_t<uint8_t, py::array::c_style> src, py::array dst, bool chw, py::object to_float_spec,
+         unsigned threads) {
+        const FloatSpec spec(to_float_spec);
+        if (src.ndim() != 4 || src.shape(3) != 3) throw py::value_error("src must be uint8 [n, H, W, 3]");
+        const py::ssize_t n = src.shape(0), h = src.shape(1), w = src.shape(2);
+        const std::vector<py::ssize_t> want = chw ? std::vector<py::ssize_t>{n, 3, h, w}
+                                                  : std::vector<py::ssize_t>{n, h, w, 3};
+        const bool dst_ok = (dst.flags() & py::array::c_style) && dst.writeable() && dst.ndim() == 4 &&
+                            std::equal(want.begin(), want.end(), dst.shape()) &&
+                            (spec.as_float ? py::isinstance<py::array_t<float>>(dst)
+                                           : py::isinstance<py::array_t<uint8_t>>(dst));
+        if (!dst_ok) throw py::value_error("dst must be a writeable C-contiguous array of the batch's shape and dtype");
+        const uint8_t* in = src.data();
+        void* out = dst.mutable_data();
+        const size_t pixels = size_t(h) * size_t(w);
+        py::gil_scoped_release nogil;
+        parallel_for(size_t(n), threads, [&](size_t i) {
+          const uint8_t* from = in + i * pixels * 3;
+          if (spec.as_float) {
+            to_float(from, pixels, chw, spec.mean(), spec.stdev(), static_cast<float*>(out) + i * pixels * 3);
+          } else if (chw) {
+            hwc_to_chw(from, pixels, static_cast<uint8_t*>(out) + i * pixels * 3);
+          } else {
+            std::memcpy(static_cast<uint8_t*>(out) + i * pixels * 3, from, pixels * 3);
+          }
+        });
+      },
+      py::arg("src"), py::arg("dst"), py::arg("chw"), py::arg("to_float") = py::none(), py::arg("threads") = 1);
 
   // For the exactness tests of per-job augmentation (tests/python/test_augment.py): the C++ ops
   // on a given image and box, and the parameters they draw, without a daemon.
@@ -392,7 +435,7 @@ PYBIND11_MODULE(_native, m) {
           [](Client& c, const std::string& dataset, const std::string& name, std::vector<uint32_t> ids,
              uint32_t batch_size, uint32_t epochs, uint32_t prefetch, bool drop_last, int64_t resume_epoch,
              std::vector<uint32_t> consumed, std::vector<OpTuple> augment, uint64_t augment_seed,
-             unsigned augment_threads) {
+             unsigned augment_threads, std::vector<std::string> python_augment) {
             std::vector<AugmentOp> ops = augment.empty() ? std::vector<AugmentOp>{} : checked_ops(augment);
             JobOptions o;
             o.dataset = dataset;
@@ -403,6 +446,7 @@ PYBIND11_MODULE(_native, m) {
             o.prefetch = prefetch;
             o.drop_last = drop_last;
             for (const AugmentOp& op : ops) o.augment.push_back(to_proto(op));
+            o.python_augment = std::move(python_augment);
             if (resume_epoch >= 0) {
               o.resume = true;
               o.resume_epoch = static_cast<uint32_t>(resume_epoch);
@@ -417,5 +461,6 @@ PYBIND11_MODULE(_native, m) {
           },
           py::arg("dataset"), py::arg("name"), py::arg("ids"), py::arg("batch_size"), py::arg("epochs"),
           py::arg("prefetch"), py::arg("drop_last"), py::arg("resume_epoch"), py::arg("consumed"),
-          py::arg("augment") = std::vector<OpTuple>{}, py::arg("augment_seed") = 0, py::arg("augment_threads") = 1);
+          py::arg("augment") = std::vector<OpTuple>{}, py::arg("augment_seed") = 0, py::arg("augment_threads") = 1,
+          py::arg("python_augment") = std::vector<std::string>{});
 }

@@ -623,7 +623,10 @@ static std::vector<AugmentOp> augment_ops(const google::protobuf::RepeatedPtrFie
 }
 
 std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) const {
-  if (req.augment().empty()) return "";
+  std::string python;
+  for (const std::string& name : req.python_augment()) python += (python.empty() ? "" : ", ") + name;
+  if (!python.empty()) python = "in Python: " + python;
+  if (req.augment().empty()) return python;
   for (const v1::AugmentOp& m : req.augment()) {
     if (!v1::AugmentOp::Kind_IsValid(m.kind())) {
       throw EngineError(EngineError::kInvalidArgument, "augment: unknown op kind " + std::to_string(m.kind()));
@@ -655,7 +658,7 @@ std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) co
   }
   std::string text;
   for (const AugmentOp& op : ops) text += (text.empty() ? "" : ", ") + op.describe();
-  return text;
+  return python.empty() ? text : text + "; " + python;
 }
 
 std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {

@@ -151,14 +151,14 @@ def test_augmentation_bad_input_is_refused_naming_the_field(client):
     client.add_dataset("bytes", source="synthetic:10:64x48", raw=True)
     client.add_dataset("cropped", source="synthetic:10:64x48", crop=32)
     cases = [
-        ("train", T.ColorJitter(0.4), "cannot run ColorJitter per item; it runs RandomResizedCrop"),
         ("train", T.RandomResizedCrop(0), "RandomResizedCrop: size must be in 1..8192, not 0"),
         ("train", T.RandomResizedCrop(9000), "RandomResizedCrop: size must be in 1..8192, not 9000"),
         ("train", T.RandomResizedCrop(32, scale=(0.5, 0.2)), "scale (0.5, 0.2) must be a non-empty range"),
         ("train", T.RandomResizedCrop(32, ratio=(0, 1)), "ratio (0, 1) must be a non-empty range"),
-        ("train", T.RandomResizedCrop(32, interpolation=T.InterpolationMode.NEAREST), "only bilinear"),
-        ("train", T.Resize(40), "must end in a fixed size"),
+        ("train", [], "the pipeline is empty; give augment=None"),
+        ("train", [T.RandomResizedCrop(32), T.Normalize((0.5,), (0.5,))], "put ToTensor() or PILToTensor() before"),
         ("bytes", TRAIN, "augment needs a decoded dataset, and 'bytes' stores raw bytes"),
+        ("bytes", [T.CenterCrop(8), T.ColorJitter(0.4)], "augment needs a decoded dataset, and 'bytes' stores raw"),
         ("train", T.CenterCrop(50), "CenterCrop(50) is larger than the smallest image 'train' stores (64×48"),
         ("cropped", T.CenterCrop(40), "CenterCrop(40) is larger than the smallest image 'cropped' stores (32×32"),
     ]
