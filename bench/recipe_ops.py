@@ -5,7 +5,8 @@ crops of real photographs; and what handing an item to a pool worker and back co
 
     make build && /usr/bin/python3 bench/recipe_ops.py [--images 200]
 
-Prints a markdown table (median of 5 passes over the images, ms per image, one core)."""
+Prints two markdown tables (median of 5 passes over the images, ms per image, one core): the
+recipe's ops in torchvision, and the native ops against torchvision's."""
 import argparse
 import os
 import statistics
@@ -78,6 +79,43 @@ def main():
     print("| per item | ms |\n|---|---:|")
     for name, ms in rows:
         print(f"| {name} | {ms:.3f} |")
+
+    # The native ops against torchvision's on the same images (native: through the testing hook,
+    # which also copies the image in and out).
+    import torchvision.transforms.functional as F
+    from joader import _native
+    arrays = [np.asarray(x) for x in images]
+    pairs = []
+    for which, fn, factor in (("brightness", F.adjust_brightness, 1.3), ("contrast", F.adjust_contrast, 0.7),
+                              ("saturation", F.adjust_saturation, 1.4), ("hue", F.adjust_hue, 0.08)):
+        pairs.append((f"adjust_{which}({factor})", median_ms(lambda: [fn(x, factor) for x in images], len(images)),
+                      median_ms(lambda: [_native.testing_adjust(a, which, factor) for a in arrays], len(images))))
+    tensors = [T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))(T.ToTensor()(x)) for x in images]
+    erase = T.RandomErasing(1.0)
+    batch = np.stack(arrays)
+    out = np.empty((len(arrays), 3, 224, 224), np.float32)
+    spec = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+    ids = list(range(len(arrays)))
+    tail = median_ms(lambda: _native.convert_images(batch, out, True, spec), len(images))
+    tail_erase = median_ms(lambda: _native.convert_images(batch, out, True, spec, 1, (1.0, 0.02, 0.33, 0.3, 3.3,
+                                                                                      (0.0,) * 3), 1, 0, ids),
+                           len(images))
+    pairs.append(("RandomErasing(p=1) on a normalised tensor", median_ms(lambda: [erase(t) for t in tensors],
+                                                                         len(images)), tail_erase - tail))
+    pairs.append(("ToTensor + Normalize", median_ms(lambda: [T.Normalize(*spec)(T.ToTensor()(x)) for x in images],
+                                                    len(images)), tail))
+    print("\n| op, per 224x224 image | torchvision ms | Joader native ms | ratio |\n|---|---:|---:|---:|")
+    for name, theirs, ours in pairs:
+        print(f"| {name} | {theirs:.3f} | {ours:.3f} | {theirs / ours:.1f}× |")
+
+
+def median_ms(fn, n):
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) / n * 1000)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":

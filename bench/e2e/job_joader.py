@@ -20,7 +20,7 @@ def main():
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0)
-    ap.add_argument("--pipeline", choices=["eval", "train", "recipe"], default="eval")
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm"], default="eval")
     ap.add_argument("--workers", type=int, default=1, help="recipe: processes of the job's Python pool")
     ap.add_argument("--barrier", action="store_true", help="print 'ready', wait for a line on stdin, then start")
     args = ap.parse_args()
@@ -32,8 +32,10 @@ def main():
     if args.pipeline == "train":
         import torchvision.transforms as T
         augment = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()])
-    elif args.pipeline == "recipe":  # RandomResizedCrop + flip natively, TrivialAugment onwards in the pool
+    elif args.pipeline == "recipe":  # TrivialAugment in the pool, the rest native
         augment = timed.recipe()
+    elif args.pipeline == "timm":  # all native
+        augment = timed.timm_recipe()
     loader = DataLoader("e2e", batch_size=args.batch_size, indices=ids, epochs=args.epochs, client=client,
                         augment=augment, augment_threads=1, num_workers=args.workers)
     timed.run(loader, args.epochs, args.sleep_ms, args.barrier)

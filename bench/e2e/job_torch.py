@@ -18,13 +18,15 @@ def main():
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0, help="simulated training time per batch")
-    ap.add_argument("--pipeline", choices=["eval", "train", "recipe"], default="eval")
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm"], default="eval")
     ap.add_argument("--prefetch-factor", type=int, default=2, help="batches each worker prepares ahead")
     ap.add_argument("--barrier", action="store_true", help="print 'ready', wait for a line on stdin, then start")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.pipeline == "recipe":
         tf = timed.recipe()
+    elif args.pipeline == "timm":
+        tf = timed.timm_recipe()
     elif args.pipeline == "train":
         tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
                                  transforms.PILToTensor()])

@@ -57,7 +57,7 @@ def make_data(build, root, images, kind="synthetic"):
 def scenarios(epoch_seconds, pipeline="eval"):
     """name -> list of job specs (share, subset seed, start delay s, sleep ms per batch)."""
     same = lambda k: [dict(share=1.0, seed=0, start=0.0, sleep=0.0) for _ in range(k)]
-    if pipeline in ("train", "recipe"):
+    if pipeline in ("train", "recipe", "timm"):
         return {"a: k=1": same(1), "b: k=2 identical": same(2), "b: k=4 identical": same(4)}
     return {
         "a: k=1": same(1),
@@ -119,11 +119,14 @@ def run_baseline(root, jobs, pipeline="eval", epochs=1, prefetch=PREFETCH_FACTOR
     return summarize(results, cpu_children() - cpu0, None)
 
 
+CACHE_SIZE = "512MiB"  # the daemon's --cache-size (--cache-size changes it)
+
+
 def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
     threads = max(2, len(jobs))
     workers = max(1, threads // len(jobs))  # the recipe's Python pool: as many as the baseline's workers
     cpu0 = cpu_children()
-    daemon = Daemon(os.path.join(build, "joader"), tmp, name="e2e", cache_size="512MiB", threads=threads)
+    daemon = Daemon(os.path.join(build, "joader"), tmp, name="e2e", cache_size=CACHE_SIZE, threads=threads)
     socket = daemon.socket
     try:
         prep = ["--resize", "256", "--crop", "224"] if pipeline == "eval" else []  # train: decoded, own size
@@ -161,6 +164,7 @@ def summarize(results, cpu, ld):
 
 
 def main():
+    global CACHE_SIZE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=3)
@@ -169,11 +173,12 @@ def main():
     ap.add_argument("--plot-only", action="store_true", help="redraw the plot from OUT/e2e_results.json")
     ap.add_argument("--epochs", type=int, default=1,
                     help="epochs per job; with 2 or more, first-epoch and steady-state images/s are reported apart")
-    ap.add_argument("--pipeline", choices=["eval", "train", "recipe"], default="eval",
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm"], default="eval",
                     help="eval: Resize(256) + CenterCrop(224), shared whole; train: RandomResizedCrop(224) + "
                          "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*); "
                          "recipe: torchvision's ta_wide + RandomErasing(0.1) reference recipe, float32 "
-                         "(e2e_recipe_*)")
+                         "(e2e_recipe_*); timm: timm's default RandomResizedCrop + flip + ColorJitter(0.4) + "
+                         "ToTensor + Normalize (e2e_timm_*)")
     ap.add_argument("--data", choices=["synthetic", "photos"], default="synthetic",
                     help="synthetic 500x375 JPEGs, or crops of real photographs (results in e2e_photos_*)")
     ap.add_argument("--scenarios", metavar="LETTERS",
@@ -181,8 +186,10 @@ def main():
     ap.add_argument("--tune-prefetch", metavar="N,N,...",
                     help="only measure the baseline with each DataLoader prefetch_factor (k = 1 and k = 4, "
                          "--runs runs each, interleaved) and print the medians")
+    ap.add_argument("--cache-size", default="512MiB", help="the daemon's --cache-size (default %(default)s)")
     args = ap.parse_args()
-    stem = {"eval": "e2e", "train": "e2e_train", "recipe": "e2e_recipe"}[args.pipeline] + (
+    CACHE_SIZE = args.cache_size
+    stem = {"eval": "e2e", "train": "e2e_train", "recipe": "e2e_recipe", "timm": "e2e_timm"}[args.pipeline] + (
         "_photos" if args.data == "photos" else "")
     if args.plot_only:
         with open(os.path.join(args.out, f"{stem}_results.json")) as f:
@@ -305,7 +312,9 @@ def plot(rows, path, pipeline="eval"):
     ax2.set_title("CPU per image (lower is better)")
     what = {"eval": "Resize(256) -> CenterCrop(224)",
             "train": "RandomResizedCrop(224) -> RandomHorizontalFlip()\n(decode shared, crops per job)",
-            "recipe": "ta_wide + RandomErasing(0.1) recipe, float32\n(decode shared, augmentation per job)"}[pipeline]
+            "recipe": "ta_wide + RandomErasing(0.1) recipe, float32\n(decode shared, augmentation per job)",
+            "timm": "timm's RRC + flip + ColorJitter(0.4) + Normalize, float32\n(decode shared, augmentation per job)"}[
+        pipeline]
     fig.suptitle(f"2 vCPUs, 500x375 JPEGs -> {what}; medians of paired runs", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

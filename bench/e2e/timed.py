@@ -18,6 +18,14 @@ def recipe():
                       T.RandomErasing(0.1)])
 
 
+def timm_recipe():
+    """timm's default training transform without auto-augment: RandomResizedCrop(224),
+    RandomHorizontalFlip(), ColorJitter(0.4, 0.4, 0.4), ToTensor(), Normalize(ImageNet)."""
+    from torchvision import transforms as T
+    return T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(),
+                      T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+
+
 def subset(n, share, seed):
     """The job's item ids: a seeded random `share` of 0..n-1 (None: all), the same on both sides."""
     return None if share >= 1.0 else np.random.default_rng(seed).permutation(n)[: int(n * share)]

@@ -3,21 +3,19 @@ Joader runs in C++ on each delivered item (src/prep/augment.h, torchvision's sem
 parameter law) and the rest, which runs per item in Python (joader.pool).
 
 Native: RandomResizedCrop (bilinear, square), RandomHorizontalFlip, Resize (an int: the shorter
-side; bilinear), CenterCrop (square), as the longest prefix that ends in one size; in
-joader.torch.DataLoader a pipeline's final ToTensor / PILToTensor (+ ConvertImageDtype) / Normalize
-is fused into the batch's write (split_tensor_tail). Everything else runs in Python, exactly as
-torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
+side; bilinear), CenterCrop (square), ColorJitter, as the longest prefix that ends in one size;
+in joader.torch.DataLoader a pipeline's final ToTensor / PILToTensor (+ ConvertImageDtype) /
+Normalize (+ RandomErasing) is fused into the batch's write (_tensor_tail). Everything else runs
+in Python, exactly as torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
 their class names and attributes.
 """
 import secrets
 from dataclasses import dataclass, field
 
 from . import _native
-from ._native import JoaderError
 from .client import INVALID_ARGUMENT, error
 
-SUPPORTED = "RandomResizedCrop, RandomHorizontalFlip, Resize, CenterCrop"
-RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP = range(4)
+RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER = range(5)
 
 
 TENSOR_TAIL = "ToTensor, PILToTensor, ConvertImageDtype, Normalize"
@@ -39,39 +37,40 @@ def _items(augment):
     return out
 
 
-def split_tensor_tail(augment):
-    """(image transforms, tail) of a pipeline that ends in torchvision's tensor conversion, as the
-    classification recipes do: `ToTensor()` or `PILToTensor()` (+ `ConvertImageDtype(torch.float)`),
-    then optionally `Normalize(mean, std)`. tail is None without one, else {"float": bool, "mean":
-    tuple or None, "std": tuple or None}: the batch is then what stacking torchvision's outputs
-    gives. Raises JoaderError naming a tensor transform in the middle of the pipeline."""
-    items = _items(augment)
-    names = [type(t).__name__ for t in items]
-    several = next((n for n in names if n in ("FiveCrop", "TenCrop")), None)
-    if several:
-        raise error(INVALID_ARGUMENT, f"augment: {several} gives several images per item; a batch holds one image per "
-                                      "item (for test-time crops, evaluate each crop as its own pipeline)")
-    first = next((i for i, n in enumerate(names) if n in ("ToTensor", "PILToTensor")), None)
-    if first is None:
-        if any(n in ("ConvertImageDtype", "Normalize") for n in names):
-            raise error(INVALID_ARGUMENT, "augment: ConvertImageDtype and Normalize take tensors: put ToTensor() or "
-                                          "PILToTensor() before them")
-        return augment, None
-    tail = {"float": names[first] == "ToTensor", "mean": None, "std": None}
-    for t, name in zip(items[first + 1:], names[first + 1:]):
+def _tensor_tail(items):
+    """The tail a pipeline ends in, from its tensor conversion on (items[0] is ToTensor or
+    PILToTensor), if Joader fuses it into the batch's write: `ToTensor()` or `PILToTensor()` (+
+    `ConvertImageDtype(torch.float)`), then optionally `Normalize(mean, std)` of 3 channels, then
+    optionally a final `RandomErasing`. {"float": bool, "mean", "std": tuples or None, "erase":
+    (p, scale_min, scale_max, ratio_min, ratio_max, 3 values or None for 'random') or None}; None
+    when the tail holds anything else (it then runs in Python)."""
+    tail = {"float": type(items[0]).__name__ == "ToTensor", "mean": None, "std": None, "erase": None}
+    for n, t in enumerate(items[1:], 1):
+        name = type(t).__name__
         if name == "ConvertImageDtype" and not tail["float"] and str(t.dtype) in ("torch.float32", "torch.float"):
             tail["float"] = True
         elif name == "Normalize" and tail["float"] and tail["mean"] is None:
-            tail["mean"], tail["std"] = tuple(float(m) for m in t.mean), tuple(float(s) for s in t.std)
-            if len(tail["mean"]) != 3 or len(tail["std"]) != 3 or 0.0 in tail["std"]:
-                raise error(INVALID_ARGUMENT, f"augment: Normalize: mean and std must have 3 values, std none 0 "
-                                              f"(got mean={t.mean}, std={t.std})")
+            mean, std = tuple(float(m) for m in t.mean), tuple(float(s) for s in t.std)
+            if len(mean) != 3 or len(std) != 3 or 0.0 in std:
+                return None
+            tail["mean"], tail["std"] = mean, std
+        elif name == "RandomErasing" and tail["float"] and n == len(items) - 1:
+            value = t.value
+            if isinstance(value, str):
+                if value != "random":
+                    return None
+                values = None
+            else:
+                values = tuple(float(v) for v in value) if isinstance(value, (list, tuple)) else (float(value),)
+                if len(values) == 1:
+                    values *= 3
+                if len(values) != 3:
+                    return None
+            (s0, s1), (r0, r1) = t.scale, t.ratio
+            tail["erase"] = (float(t.p), float(s0), float(s1), float(r0), float(r1), values)
         else:
-            what = f"{name}({getattr(t, 'dtype', '')})" if name == "ConvertImageDtype" else name
-            raise error(INVALID_ARGUMENT, f"augment: after {names[first]}, Joader runs only ConvertImageDtype(torch.float) "
-                                          f"(after PILToTensor) and then Normalize, not {what}: its per-item "
-                                          f"transforms run before the tensor conversion ({SUPPORTED})")
-    return items[:first], tail
+            return None
+    return tail
 
 
 def _interpolation(transform):
@@ -99,18 +98,25 @@ def _native_op(t):
         if side is None or _interpolation(t) not in ("bilinear", 2, None):
             return None
         (s0, s1), (r0, r1) = t.scale, t.ratio
-        return (RANDOM_RESIZED_CROP, side, float(s0), float(s1), float(r0), float(r1), 0.0)
+        return (RANDOM_RESIZED_CROP, side, float(s0), float(s1), float(r0), float(r1), 0.0, ())
     if name == "RandomHorizontalFlip":
-        return (RANDOM_HORIZONTAL_FLIP, 0, 0.0, 0.0, 0.0, 0.0, float(t.p))
+        return (RANDOM_HORIZONTAL_FLIP, 0, 0.0, 0.0, 0.0, 0.0, float(t.p), ())
+    if name == "ColorJitter":
+        # torchvision keeps None for a property it does not adjust: the centre of its range here.
+        bounds = []
+        for prop, centre in (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0)):
+            value = getattr(t, prop)
+            bounds += [centre, centre] if value is None else [float(value[0]), float(value[1])]
+        return (COLOR_JITTER, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(bounds))
     if name == "Resize":
         size = t.size
         single = isinstance(size, int) or len(tuple(size)) == 1
         if not single or _interpolation(t) not in ("bilinear", 2, None) or getattr(t, "max_size", None) is not None:
             return None
-        return (RESIZE, _square_size(size), 0.0, 0.0, 0.0, 0.0, 0.0)
+        return (RESIZE, _square_size(size), 0.0, 0.0, 0.0, 0.0, 0.0, ())
     if name == "CenterCrop":
         side = _square_size(t.size)
-        return None if side is None else (CENTER_CROP, side, 0.0, 0.0, 0.0, 0.0, 0.0)
+        return None if side is None else (CENTER_CROP, side, 0.0, 0.0, 0.0, 0.0, 0.0, ())
     return None
 
 
@@ -143,7 +149,7 @@ def _fixed_size_prefix(ops):
 class Plan:
     """How a pipeline runs per item: `native` op tuples first (C++, on the augmentation threads),
     then `python` transforms (in the job's worker processes, each image handed over as a PIL
-    image), then `tail`, the tensor conversion fused into the batch's write (see split_tensor_tail)
+    image), then `tail`, the tensor conversion fused into the batch's write (see _tensor_tail)
     or None. The native ops and the tail are exactly torchvision's; the rest is torchvision's (or
     the user's) own code."""
     native: list = field(default_factory=list)
@@ -152,12 +158,18 @@ class Plan:
 
     @property
     def augmenting(self):
+        """Draws anything per item (so the job needs an augmentation seed)."""
+        return bool(self.native or self.python or (self.tail and self.tail["erase"]))
+
+    @property
+    def resizing(self):
+        """Gives every item one size (a dataset stored at its own size needs that for batches)."""
         return bool(self.native or self.python)
 
     def summary(self):
         """E.g. "native: RandomResizedCrop, RandomHorizontalFlip; Python: TrivialAugmentWide"."""
         kinds = {RANDOM_RESIZED_CROP: "RandomResizedCrop", RANDOM_HORIZONTAL_FLIP: "RandomHorizontalFlip",
-                 RESIZE: "Resize", CENTER_CROP: "CenterCrop"}
+                 RESIZE: "Resize", CENTER_CROP: "CenterCrop", COLOR_JITTER: "ColorJitter"}
         native = [kinds[op[0]] for op in self.native] + (["tensor tail"] if self.tail is not None else [])
         parts = []
         if native:
@@ -170,8 +182,8 @@ class Plan:
 def plan(augment, tensors=True):
     """The Plan of a pipeline (a transform, a list or a Compose, nested): the longest prefix that
     Joader runs natively and that ends in one size, then everything else in Python, except a
-    tensor tail (ToTensor / PILToTensor + ConvertImageDtype, then Normalize) at the very end, which
-    is fused into the batch's write. tensors=False (joader.Loader, which yields uint8 arrays)
+    tensor tail (ToTensor / PILToTensor + ConvertImageDtype, then Normalize, then RandomErasing)
+    at the very end, which is fused into the batch's write. tensors=False (joader.Loader, which yields uint8 arrays)
     refuses tensor transforms. Raises JoaderError (INVALID_ARGUMENT) naming the problem."""
     if augment is None:
         return Plan()
@@ -202,10 +214,7 @@ def plan(augment, tensors=True):
     rest = items[len(native):]
     tail = None
     if first < len(items):
-        try:
-            _, tail = split_tensor_tail(items[first:])
-        except JoaderError:
-            tail = None  # a tensor transform after the tail (RandomErasing): all of it runs in Python
+        tail = _tensor_tail(items[first:])  # None: a tensor transform Joader does not fuse; all in Python
         if tail is not None:
             rest = items[len(native):first]
     return Plan(native, rest, tail)

@@ -165,8 +165,10 @@ class Loader:
         self._waited = 0.0  # by jobs of this loader that are closed
         self._skipped = set()
         # joader.torch.DataLoader's float32 batches: () for x / 255, (mean, std) to normalise too;
-        # converted in the pass that writes the batch (None: uint8).
+        # converted in the pass that writes the batch (None: uint8); and its tail's RandomErasing,
+        # applied in the same pass (augment._tensor_tail).
         self._to_float = None
+        self._erase = None
 
 
     def __len__(self):
@@ -223,7 +225,7 @@ class Loader:
             check_not_forked()  # a loader inherited through fork() would hang
             try:
                 if final:
-                    return self._job.next(self.layout == "NCHW", self._to_float)
+                    return self._job.next(self.layout == "NCHW", self._to_float, self._erase)
                 return self._job.next(False, None)
             except JoaderError as e:
                 if e.code != UNAVAILABLE or not self.reconnect:
@@ -247,7 +249,8 @@ class Loader:
         data = None
         if ticket is not None:
             out = self._stage.collect(ticket)
-            data = to_batch(out, self.layout, self._to_float, self.augment_threads)
+            data = to_batch(out, self.layout, self._to_float, self.augment_threads, self._erase, self.augment_seed or 0,
+                            epoch, ids)
             self._stage.release(ticket)
         self._pending.popleft()
         return epoch, last, ids, labels, data

@@ -355,10 +355,11 @@ def run_local(transforms, image, seed, epoch, item):
         raise error(DATA_LOSS, e.message) from None
 
 
-def to_batch(out, layout, to_float, threads=1):
+def to_batch(out, layout, to_float, threads=1, erase=None, seed=0, epoch=0, ids=()):
     """The batch array of a collected Output: images (uint8 HWC) in `layout` ("NHWC"/"NCHW") and,
-    with to_float (() or (mean, std)), float32 with torchvision's ToTensor/Normalize arithmetic;
-    tensors as the pipeline made them (stacked)."""
+    with to_float (() or (mean, std)), float32 with torchvision's ToTensor/Normalize arithmetic,
+    then `erase`d (a tail's RandomErasing, drawn from (seed, epoch, item id)); tensors as the
+    pipeline made them (stacked)."""
     n = sum(len(c) for c in out.chunks)
     if out.kind == "tensor":
         batch = np.empty((n, *out.shape), out.dtype)
@@ -374,11 +375,15 @@ def to_batch(out, layout, to_float, threads=1):
     chw = layout == "NCHW"
     shape = (n, channels, h, w) if chw else (n, h, w, channels)
     batch = np.empty(shape, np.float32 if to_float is not None else np.uint8)
+    if erase is not None and channels != 3:
+        raise error(DATA_LOSS, f"augment: the pipeline gave {channels}-channel images; its final RandomErasing "
+                               "is fused for 3 channels only")
+    ids = [int(i) for i in ids]
     pos = 0
     for c in out.chunks:
         dst = batch[pos:pos + len(c)]
         if channels == 3:
-            _native.convert_images(c, dst, chw, to_float, threads)
+            _native.convert_images(c, dst, chw, to_float, threads, erase, seed, epoch, ids[pos:pos + len(c)])
         else:  # the same arithmetic in numpy (float32 throughout, as torch's)
             x = c.transpose(0, 3, 1, 2) if chw else c
             if to_float is None:

@@ -154,6 +154,7 @@ class DataLoader:
         self._to_float = None if dtype != torch.float32 or python_tensors else (
             () if mean is None else (tuple(float(m) for m in mean), tuple(float(s) for s in std)))
         self._python_tensors = python_tensors
+        self._erase = tail["erase"] if tail is not None else None
         self._augment = plan
         self.augment_threads = integer("augment_threads", augment_threads, 1)
         self.reconnect = reconnect_seconds(reconnect)
@@ -175,7 +176,7 @@ class DataLoader:
         info = self.client.dataset(dataset)
         if plan.python and info["raw"]:
             raise ValueError(f"augment needs a decoded dataset, and '{dataset}' stores raw bytes")
-        if not augmenting and not info["raw"] and info["height"] == 0:
+        if not plan.resizing and not info["raw"] and info["height"] == 0:
             raise ValueError(f"dataset '{dataset}' stores images at their own size: give augment= (e.g. "
                              "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]), or "
                              "T.Compose([T.Resize(256), T.CenterCrop(224)]) to evaluate) so that batches have "
@@ -198,6 +199,7 @@ class DataLoader:
                       augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect,
                       _stage=self._stage)
         loader._to_float = self._to_float
+        loader._erase = self._erase
         loader._depth = self._depth
         return loader
 

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "prep/color.h"
+
 namespace joader {
 namespace {
 
@@ -22,7 +24,7 @@ std::string number(double v) {
 }
 
 [[noreturn]] void invalid(const AugmentOp& op, const std::string& what) {
-  static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize", "CenterCrop"};
+  static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize", "CenterCrop", "ColorJitter"};
   throw PrepError(std::string(names[op.kind]) + ": " + what);
 }
 
@@ -87,13 +89,52 @@ std::string AugmentOp::describe() const {
     case kRandomHorizontalFlip: return "RandomHorizontalFlip(p=" + number(p) + ")";
     case kResize: return "Resize(" + std::to_string(size) + ")";
     case kCenterCrop: return "CenterCrop(" + std::to_string(size) + ")";
+    case kColorJitter: {
+      static const char* names[] = {"brightness", "contrast", "saturation", "hue"};
+      std::string text;
+      for (int k = 0; k < 4; ++k) {
+        if (!jitters(k)) continue;
+        text += std::string(text.empty() ? "" : ", ") + names[k] + "=(" + number(jitter[2 * k]) + ", " +
+                number(jitter[2 * k + 1]) + ")";
+      }
+      return "ColorJitter(" + text + ")";
+    }
   }
   return "?";
+}
+
+bool AugmentOp::jitters(int k) const {
+  const double centre = k == 3 ? 0.0 : 1.0;
+  return !(jitter[2 * k] == centre && jitter[2 * k + 1] == centre);
+}
+
+void color_jitter(Image& img, const AugmentOp& op, const OpDraw& draw) {
+  for (uint8_t k : draw.order) {
+    if (!op.jitters(k)) continue;
+    switch (k) {
+      case 0: adjust_brightness(img, draw.factors[0]); break;
+      case 1: adjust_contrast(img, draw.factors[1]); break;
+      case 2: adjust_saturation(img, draw.factors[2]); break;
+      case 3: adjust_hue(img, draw.factors[3]); break;
+    }
+  }
 }
 
 void validate_pipeline(const std::vector<AugmentOp>& ops) {
   if (ops.empty()) throw PrepError("an augmentation pipeline needs at least one op");
   for (const AugmentOp& op : ops) {
+    if (op.kind == AugmentOp::kColorJitter) {
+      static const char* names[] = {"brightness", "contrast", "saturation", "hue"};
+      for (int k = 0; k < 4; ++k) {
+        const double lo = op.jitter[2 * k], hi = op.jitter[2 * k + 1];
+        const bool ok = k == 3 ? (lo >= -0.5 && lo <= hi && hi <= 0.5) : (lo >= 0 && lo <= hi && std::isfinite(hi));
+        if (!ok) {
+          invalid(op, std::string(names[k]) + " (" + number(lo) + ", " + number(hi) + ") must be a range " +
+                          (k == 3 ? "in [-0.5, 0.5]" : "of non-negative factors"));
+        }
+      }
+      continue;
+    }
     if (op.kind != AugmentOp::kRandomHorizontalFlip && (op.size == 0 || op.size > kMaxAugmentSize)) {
       invalid(op, "size must be in 1.." + std::to_string(kMaxAugmentSize) + ", not " + std::to_string(op.size));
     }
@@ -225,6 +266,15 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
         break;
       }
       case AugmentOp::kCenterCrop: width = height = op.size; break;
+      case AugmentOp::kColorJitter: {
+        // torch.randperm(4), then each present factor uniform in its range, as get_params draws.
+        std::array<uint8_t, 4>& order = draws[i].order;
+        for (uint8_t k = 3; k > 0; --k) std::swap(order[k], order[rng.below(k + 1)]);
+        for (int k = 0; k < 4; ++k) {
+          if (op.jitters(k)) draws[i].factors[k] = rng.uniform(op.jitter[2 * k], op.jitter[2 * k + 1]);
+        }
+        break;
+      }
     }
   }
   return draws;
@@ -244,6 +294,10 @@ Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, con
         break;
       case AugmentOp::kResize: cur = resize_shorter(in, op.size); break;
       case AugmentOp::kCenterCrop: cur = center_crop(in, op.size); break;
+      case AugmentOp::kColorJitter:
+        if (in.rgb != cur.rgb.data()) cur = copy_of(in);
+        color_jitter(cur, op, draws[i]);
+        break;
     }
     in = view_of(cur);
   }

@@ -10,6 +10,10 @@
 //   RandomHorizontalFlip(p)                F.hflip with probability p.
 //   Resize(S)                              shorter side to S, the longer int(S * long / short).
 //   CenterCrop(C)                          torchvision's offsets, zero padding when smaller.
+//   ColorJitter(brightness, contrast, saturation, hue)  ColorJitter.get_params's law (a uniform
+//       order of the four, each factor uniform in its range; a range at its centre — (1, 1),
+//       or (0, 0) for hue — is torchvision's None: not applied), then F.adjust_* on the PIL
+//       image in that order (prep/color.h: PIL's bytes).
 //
 // Randomness comes from a counter-based generator keyed by (seed, epoch, item): no state is shared
 // between deliveries, so a job's crops are reproducible from its seed, resumable after a crash,
@@ -18,6 +22,7 @@
 // Thread-safe: every function is pure.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,12 +34,17 @@ namespace joader {
 inline constexpr uint32_t kMaxAugmentSize = 8192;
 
 struct AugmentOp {
-  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop };
+  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop, kColorJitter };
   Kind kind = kCenterCrop;
   uint32_t size = 0;                              // RandomResizedCrop, Resize, CenterCrop
   double scale_min = 0.08, scale_max = 1.0;       // RandomResizedCrop
   double ratio_min = 3.0 / 4, ratio_max = 4.0 / 3;
   double p = 0.5;                                 // RandomHorizontalFlip
+  // ColorJitter: (min, max) of brightness, contrast, saturation and hue, in that order.
+  std::array<double, 8> jitter{1, 1, 1, 1, 1, 1, 0, 0};
+
+  // Whether ColorJitter adjusts property k (0 brightness ... 3 hue): its range is not the centre.
+  bool jitters(int k) const;
 
   // E.g. "RandomResizedCrop(224, scale=(0.08, 1), ratio=(0.75, 1.33333))".
   std::string describe() const;
@@ -75,14 +85,20 @@ CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp
 Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip);
 Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip);
 
-// The random draws of a pipeline for one delivery: per op, the box of a RandomResizedCrop or the
-// coin of a RandomHorizontalFlip (other ops draw nothing), for an input of width×height.
+// The random draws of a pipeline for one delivery: per op, the box of a RandomResizedCrop, the
+// coin of a RandomHorizontalFlip, the order and factors of a ColorJitter (other ops draw
+// nothing), for an input of width×height.
 struct OpDraw {
   CropBox box;
   bool flip = false;
+  std::array<uint8_t, 4> order{0, 1, 2, 3};   // ColorJitter: the order of the adjustments
+  std::array<double, 4> factors{1, 1, 1, 0};  // ColorJitter: brightness, contrast, saturation, hue
 };
 std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,
                                  uint32_t epoch, uint32_t item);
+
+// ColorJitter with the given draws on img, in place.
+void color_jitter(Image& img, const AugmentOp& op, const OpDraw& draw);
 
 // The ops applied in order to img with the given draws (from draw_augment on img's size).
 Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws);

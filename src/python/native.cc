@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <optional>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -18,6 +19,8 @@
 #include "client/layout.h"
 #include "client/report.h"
 #include "prep/augment.h"
+#include "prep/color.h"
+#include "prep/erasing.h"
 
 namespace py = pybind11;
 
@@ -27,15 +30,21 @@ namespace {
 // The dicts of client/report.h (the same fields as `joader status --json`), through Python's json.
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-// (kind, size, scale_min, scale_max, ratio_min, ratio_max, p), kind as v1::AugmentOp::Kind.
-using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double>;
+// (kind, size, scale_min, scale_max, ratio_min, ratio_max, p, jitter), kind as
+// v1::AugmentOp::Kind, jitter ColorJitter's 8 bounds (empty for the other ops).
+using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double, std::vector<double>>;
 
 AugmentOp to_op(const OpTuple& t) {
   AugmentOp op;
   int kind;
-  std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p) = t;
-  if (kind < 0 || kind > AugmentOp::kCenterCrop) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
+  std::vector<double> jitter;
+  std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p, jitter) = t;
+  if (kind < 0 || kind > AugmentOp::kColorJitter) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
   op.kind = static_cast<AugmentOp::Kind>(kind);
+  if (op.kind == AugmentOp::kColorJitter) {
+    if (jitter.size() != op.jitter.size()) throw ClientError(3, "augment: ColorJitter needs 8 bounds");
+    std::copy(jitter.begin(), jitter.end(), op.jitter.begin());
+  }
   return op;
 }
 
@@ -60,6 +69,7 @@ v1::AugmentOp to_proto(const AugmentOp& op) {
   m.set_ratio_min(op.ratio_min);
   m.set_ratio_max(op.ratio_max);
   m.set_p(op.p);
+  for (double v : op.jitter) m.add_jitter(v);
   return m;
 }
 
@@ -107,6 +117,28 @@ struct FloatSpec {
   std::array<float, 6> norm{};
 };
 
+// A tail's final RandomErasing: None, or (p, scale_min, scale_max, ratio_min, ratio_max, value)
+// with value 3 floats (one per channel) or None for 'random'.
+std::optional<ErasingOp> erasing_from(const py::object& spec) {
+  if (spec.is_none()) return std::nullopt;
+  const py::tuple t = spec.cast<py::tuple>();
+  if (t.size() != 6) throw py::value_error("erase must be (p, scale_min, scale_max, ratio_min, ratio_max, value)");
+  ErasingOp op;
+  op.p = t[0].cast<double>();
+  op.scale_min = t[1].cast<double>();
+  op.scale_max = t[2].cast<double>();
+  op.ratio_min = t[3].cast<double>();
+  op.ratio_max = t[4].cast<double>();
+  op.random_fill = t[5].is_none();
+  if (!op.random_fill) op.value = t[5].cast<std::array<float, 3>>();
+  try {
+    validate_erasing(op);
+  } catch (const PrepError& e) {
+    throw ClientError(3, std::string("augment: ") + e.what());
+  }
+  return op;
+}
+
 // One job; next() returns (epoch, last_of_epoch, ids, labels, data) or None at the end. With an
 // augmentation, each item is augmented here, in the job's process, straight into the batch array.
 class PyJob {
@@ -136,8 +168,12 @@ class PyJob {
   // With `to_float` (a (mean, std) pair of 3-tuples, or an empty tuple for x / 255 only), a batch of
   // fixed-size images comes as float32, converted as torchvision's ToTensor + Normalize would, in
   // the same pass that writes it (on the augmentation threads for an augmenting job).
-  py::object next(bool chw, py::object to_float_spec) {
+  // `erase` (see erasing_from) erases each float image as the tail's RandomErasing would, drawn
+  // from (the job's augmentation seed, epoch, item).
+  py::object next(bool chw, py::object to_float_spec, py::object erase_spec) {
     const FloatSpec spec(to_float_spec);
+    const std::optional<ErasingOp> erase = erasing_from(erase_spec);
+    if (erase && !spec.as_float) throw py::value_error("erase needs float batches");
     const bool as_float = spec.as_float;
     const float* mean = spec.mean();
     const float* stdev = spec.stdev();
@@ -180,8 +216,9 @@ class PyJob {
               if (uint64_t{img.width} * img.height * 3 != it.size) throw PrepError("its size does not match its image");
               const Image out = augment(img, ops_, seed_, b.epoch, it.id);
               if (as_float) {
-                to_float(out.rgb.data(), size_t{out.width} * out.height, chw, mean, stdev,
-                         dst_float + i * out.rgb.size());
+                float* image = dst_float + i * out.rgb.size();
+                to_float(out.rgb.data(), size_t{out.width} * out.height, chw, mean, stdev, image);
+                if (erase) random_erasing(image, out.width, out.height, chw, *erase, seed_, b.epoch, it.id);
               } else if (chw) {
                 hwc_to_chw(out.rgb.data(), size_t{out.width} * out.height, dst + i * out.rgb.size());
               } else {
@@ -228,6 +265,7 @@ class PyJob {
           if (it.size != item_bytes) throw ClientError(13, "item size does not match the dataset's shape");
           if (floats) {
             to_float(it.data, size_t{h} * w, chw, mean, stdev, dst_float);
+            if (erase) random_erasing(dst_float, w, h, chw, *erase, seed_, b.epoch, it.id);
             dst_float += it.size;
             continue;
           }
@@ -295,8 +333,12 @@ PYBIND11_MODULE(_native, m) {
   m.def(
       "convert_images",
       [](py::array_t<uint8_t, py::array::c_style> src, py::array dst, bool chw, py::object to_float_spec,
-         unsigned threads) {
+         unsigned threads, py::object erase_spec, uint64_t seed, uint32_t epoch, std::vector<uint32_t> ids) {
         const FloatSpec spec(to_float_spec);
+        const std::optional<ErasingOp> erase = erasing_from(erase_spec);
+        if (erase && (!spec.as_float || ids.size() != size_t(src.shape(0)))) {
+          throw py::value_error("erase needs float batches and an item id per image");
+        }
         if (src.ndim() != 4 || src.shape(3) != 3) throw py::value_error("src must be uint8 [n, H, W, 3]");
         const py::ssize_t n = src.shape(0), h = src.shape(1), w = src.shape(2);
         const std::vector<py::ssize_t> want = chw ? std::vector<py::ssize_t>{n, 3, h, w}
@@ -313,7 +355,9 @@ PYBIND11_MODULE(_native, m) {
         parallel_for(size_t(n), threads, [&](size_t i) {
           const uint8_t* from = in + i * pixels * 3;
           if (spec.as_float) {
-            to_float(from, pixels, chw, spec.mean(), spec.stdev(), static_cast<float*>(out) + i * pixels * 3);
+            float* image = static_cast<float*>(out) + i * pixels * 3;
+            to_float(from, pixels, chw, spec.mean(), spec.stdev(), image);
+            if (erase) random_erasing(image, uint32_t(w), uint32_t(h), chw, *erase, seed, epoch, ids[i]);
           } else if (chw) {
             hwc_to_chw(from, pixels, static_cast<uint8_t*>(out) + i * pixels * 3);
           } else {
@@ -321,7 +365,27 @@ PYBIND11_MODULE(_native, m) {
           }
         });
       },
-      py::arg("src"), py::arg("dst"), py::arg("chw"), py::arg("to_float") = py::none(), py::arg("threads") = 1);
+      py::arg("src"), py::arg("dst"), py::arg("chw"), py::arg("to_float") = py::none(), py::arg("threads") = 1,
+      py::arg("erase") = py::none(), py::arg("seed") = 0, py::arg("epoch") = 0,
+      py::arg("ids") = std::vector<uint32_t>{});
+  // For the law test of the tail's RandomErasing: n draws (erase, top, left, height, width) for
+  // items 0..n-1 of (seed, epoch 0) on a width×height image.
+  m.def("testing_erasing_boxes", [](uint32_t width, uint32_t height, py::object erase_spec, uint64_t seed, size_t n) {
+    const std::optional<ErasingOp> op = erasing_from(erase_spec);
+    if (!op) throw py::value_error("erase spec needed");
+    py::array_t<int64_t> out({py::ssize_t(n), py::ssize_t(5)});
+    auto o = out.mutable_unchecked<2>();
+    for (size_t k = 0; k < n; ++k) {
+      CounterRng rng(seed, 0, uint32_t(k));
+      const ErasingBox b = random_erasing_box(width, height, *op, rng);
+      o(k, 0) = b.erase;
+      o(k, 1) = b.top;
+      o(k, 2) = b.left;
+      o(k, 3) = b.height;
+      o(k, 4) = b.width;
+    }
+    return out;
+  });
 
   // For the exactness tests of per-job augmentation (tests/python/test_augment.py): the C++ ops
   // on a given image and box, and the parameters they draw, without a daemon.
@@ -338,6 +402,49 @@ PYBIND11_MODULE(_native, m) {
           std::memcpy(result.mutable_data(), out.rgb.data(), out.rgb.size());
           return result;
         });
+  // One colour adjustment of prep/color.h ("brightness", "contrast", "saturation", "hue").
+  m.def("testing_adjust", [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> hwc,
+                             const std::string& which, double factor) {
+    if (hwc.ndim() != 3 || hwc.shape(2) != 3) throw std::invalid_argument("expected an [H, W, 3] uint8 array");
+    Image img;
+    img.height = static_cast<uint32_t>(hwc.shape(0));
+    img.width = static_cast<uint32_t>(hwc.shape(1));
+    img.rgb.assign(hwc.data(), hwc.data() + hwc.size());
+    {
+      py::gil_scoped_release nogil;
+      if (which == "brightness") {
+        adjust_brightness(img, factor);
+      } else if (which == "contrast") {
+        adjust_contrast(img, factor);
+      } else if (which == "saturation") {
+        adjust_saturation(img, factor);
+      } else if (which == "hue") {
+        adjust_hue(img, factor);
+      } else {
+        throw std::invalid_argument("unknown adjustment " + which);
+      }
+    }
+    py::array_t<uint8_t> result({hwc.shape(0), hwc.shape(1), py::ssize_t(3)});
+    std::memcpy(result.mutable_data(), img.rgb.data(), img.rgb.size());
+    return result;
+  });
+  // ColorJitter's draws (order, factors) for items 0..n-1 of (seed, epoch 0): [n, 8].
+  m.def("testing_jitter_draws", [](std::vector<double> bounds, uint64_t seed, uint32_t epoch, uint32_t items) {
+    AugmentOp op;
+    op.kind = AugmentOp::kColorJitter;
+    if (bounds.size() != op.jitter.size()) throw std::invalid_argument("8 bounds");
+    std::copy(bounds.begin(), bounds.end(), op.jitter.begin());
+    py::array_t<double> out({py::ssize_t(items), py::ssize_t(8)});
+    auto o = out.mutable_unchecked<2>();
+    for (uint32_t item = 0; item < items; ++item) {
+      const OpDraw d = draw_augment({op}, 64, 64, seed, epoch, item)[0];
+      for (int k = 0; k < 4; ++k) {
+        o(item, k) = d.order[k];
+        o(item, 4 + k) = d.factors[k];
+      }
+    }
+    return out;
+  });
   m.def("testing_draws",
         [](uint32_t width, uint32_t height, uint32_t size, std::pair<double, double> scale,
            std::pair<double, double> ratio, double p, uint64_t seed, uint32_t epoch, uint32_t items) {
@@ -363,7 +470,8 @@ PYBIND11_MODULE(_native, m) {
         });
 
   py::class_<PyJob>(m, "Job")
-      .def("next", &PyJob::next, py::arg("chw") = false, py::arg("to_float") = py::none())
+      .def("next", &PyJob::next, py::arg("chw") = false, py::arg("to_float") = py::none(),
+           py::arg("erase") = py::none())
       .def("take_skipped", &PyJob::take_skipped)
       .def("close", &PyJob::close)
       .def_property_readonly("info", &PyJob::info)

@@ -617,6 +617,7 @@ static std::vector<AugmentOp> augment_ops(const google::protobuf::RepeatedPtrFie
     op.ratio_min = m.ratio_min();
     op.ratio_max = m.ratio_max();
     op.p = m.p();
+    if (m.jitter_size() == int(op.jitter.size())) std::copy(m.jitter().begin(), m.jitter().end(), op.jitter.begin());
     out.push_back(op);
   }
   return out;

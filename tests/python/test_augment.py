@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+import torchvision
 import torchvision.transforms as T
 import torchvision.transforms.functional as F
 from PIL import Image
@@ -173,3 +174,175 @@ def test_a_tensor_tail_out_of_place_or_doubled_is_refused_naming_it(client, phot
                                  augment=[T.RandomResizedCrop(32), T.ToTensor(), normalize])
     assert next(iter(ok))[0].dtype == torch.float32, "dtype=torch.float32 agrees with the pipeline: accepted"
     ok.close()
+
+
+ERASE = (0.5, 0.02, 0.33, 0.3, 3.3, (0.0, 0.0, 0.0))  # RandomErasing()'s defaults
+
+
+def erasings_of_torchvision(width, height, p, scale, ratio, n):
+    """(erase, top, left, height, width) as RandomErasing.forward draws them on a float image."""
+    torch.manual_seed(0)
+    image = torch.empty(3, height, width)
+    out = np.zeros((n, 5), dtype=np.int64)
+    for k in range(n):
+        if torch.rand(1) < p:
+            i, j, h, w, v = T.RandomErasing.get_params(image, scale, ratio, [0.0])
+            if v is not image:
+                out[k] = (1, i, j, h, w)
+    return out
+
+
+def erasing_pvalues(ours, theirs, width, height):
+    """Chi-square p-value of the erase counts; KS p-values of area fraction, log aspect ratio and
+    box centre x, y of the erased."""
+    counts = [[ours[:, 0].sum(), len(ours) - ours[:, 0].sum()], [theirs[:, 0].sum(), len(theirs) - theirs[:, 0].sum()]]
+    p = {"erase": stats.chi2_contingency(counts)[1]}
+
+    def features(d):
+        d = d[d[:, 0] == 1]
+        top, left, h, w = d[:, 1], d[:, 2], d[:, 3], d[:, 4]
+        return {"area": h * w / (width * height), "log_aspect": np.log(h / w), "centre_x": (left + w / 2) / width,
+                "centre_y": (top + h / 2) / height}
+    a, b = features(ours), features(theirs)
+    p.update({k: stats.ks_2samp(a[k], b[k]).pvalue for k in a})
+    return p
+
+
+@pytest.mark.parametrize("width,height", [(224, 224), (60, 200)])
+def test_random_erasing_boxes_follow_torchvisions_law(width, height):
+    ours = _native.testing_erasing_boxes(width, height, ERASE, 1, N)
+    theirs = erasings_of_torchvision(width, height, 0.5, (0.02, 0.33), (0.3, 3.3), N)
+    p = erasing_pvalues(ours, theirs, width, height)
+    assert min(p.values()) > ALPHA, p
+
+
+def test_a_biased_erasing_law_is_rejected():
+    # The control: scale (0.05, 0.33) instead of (0.02, 0.33), and p 0.45 instead of 0.5.
+    theirs = erasings_of_torchvision(224, 224, 0.5, (0.02, 0.33), (0.3, 3.3), N)
+    wider = _native.testing_erasing_boxes(224, 224, (0.5, 0.05, 0.33, 0.3, 3.3, (0.0,) * 3), 1, N)
+    assert erasing_pvalues(wider, theirs, 224, 224)["area"] < ALPHA
+    rarer = _native.testing_erasing_boxes(224, 224, (0.45, 0.02, 0.33, 0.3, 3.3, (0.0,) * 3), 1, N)
+    assert erasing_pvalues(rarer, theirs, 224, 224)["erase"] < 0.05  # a 5-point bias in p, 6000 draws
+
+
+@pytest.mark.parametrize("value", [0, (0.5, -1.0, 2.0), "random"], ids=["zero", "per_channel", "random"])
+def test_a_final_random_erasing_fills_one_box_of_the_converted_batch(client, photo_folder, value):
+    import joader.torch
+    from joader.augment import plan
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    head = [T.Resize(40), T.CenterCrop(32), T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]
+    fused = plan(head + [T.RandomErasing(value=value)])
+    assert fused.python == [] and fused.tail["erase"] is not None, "a final RandomErasing is fused, not in Python"
+    plain = torchvision.datasets.ImageFolder(photo_folder, transform=T.Compose(head))
+    loader = joader.torch.DataLoader("photos", batch_size=4, epochs=1, client=client, with_indices=True,
+                                     augment=head + [T.RandomErasing(p=1.0, value=value)], augment_seed=3)
+    boxes = set()
+    for images, _, ids in loader:
+        for image, i in zip(images, ids.tolist()):
+            expected = plain[i][0]
+            changed = (image != expected).any(dim=0)
+            rows, cols = changed.any(dim=1).nonzero().flatten(), changed.any(dim=0).nonzero().flatten()
+            top, left = int(rows.min()), int(cols.min())
+            h, w = int(rows.max()) - top + 1, int(cols.max()) - left + 1
+            assert h < 32 and w < 32, "torchvision keeps boxes smaller than the image"
+            inside = torch.zeros_like(changed)
+            inside[top:top + h, left:left + w] = True
+            assert torch.equal(image[:, ~inside], expected[:, ~inside]), "only the box changes"
+            box = image[:, top:top + h, left:left + w]
+            if value == "random":
+                assert box.std() > 0.5 and abs(float(box.mean())) < 1.0
+            else:
+                fill = torch.tensor([float(value)] * 3 if value == 0 else value).view(3, 1, 1)
+                assert torch.equal(box, fill.expand_as(box))
+            boxes.add((top, left, h, w))
+    assert len(boxes) > len(plain) // 2, "boxes are drawn per item"
+
+
+ADJUST = {"brightness": F.adjust_brightness, "contrast": F.adjust_contrast, "saturation": F.adjust_saturation,
+          "hue": F.adjust_hue}
+
+
+@pytest.mark.parametrize("which,factors", [
+    ("brightness", [0.0, 0.6, 0.999, 1.0, 1.23, 1.4, 2.5]),
+    ("contrast", [0.0, 0.6, 0.83, 1.0, 1.4, 3.0]),
+    ("saturation", [0.0, 0.6, 1.0, 1.17, 1.4, 4.0]),
+    ("hue", [-0.5, -0.1, -0.0371, 0.0, 0.05, 0.1, 0.4999, 0.5]),
+])
+def test_colour_adjustments_equal_torchvisions_bytes_on_real_photos(photos, which, factors):
+    for n, pil in enumerate(photos):
+        array = np.asarray(pil)
+        for factor in factors:
+            ours = _native.testing_adjust(array, which, factor)
+            theirs = np.asarray(ADJUST[which](pil, factor))
+            assert np.array_equal(ours, theirs), (n, pil.size, which, factor, np.abs(ours.astype(int) - theirs).max())
+
+
+def test_the_hue_shift_equals_pils_for_every_rgb_colour():
+    every = np.arange(1 << 24, dtype=np.uint32)
+    colours = np.stack([every >> 16, (every >> 8) & 255, every & 255], axis=-1).astype(np.uint8).reshape(4096, 4096, 3)
+    pil = Image.fromarray(colours)
+    for factor in (-0.5, -0.2, 0.0, 0.013, 0.3):
+        assert np.array_equal(_native.testing_adjust(colours, "hue", factor), np.asarray(F.adjust_hue(pil, factor))), \
+            factor
+
+
+JITTER = T.ColorJitter(0.4, 0.3, 0.5, 0.1)
+JITTER_BOUNDS = (0.6, 1.4, 0.7, 1.3, 0.5, 1.5, -0.1, 0.1)
+
+
+def jitter_draws_of_torchvision(n):
+    torch.manual_seed(0)
+    out = np.empty((n, 8))
+    for k in range(n):
+        order, *factors = T.ColorJitter.get_params(JITTER.brightness, JITTER.contrast, JITTER.saturation, JITTER.hue)
+        out[k, :4], out[k, 4:] = order.tolist(), factors
+    return out
+
+
+def jitter_pvalues(ours, theirs):
+    """Chi-square p-value of the 24 orders; KS p-values of the four factors."""
+    def orders(d):
+        codes = d[:, 0] * 64 + d[:, 1] * 16 + d[:, 2] * 4 + d[:, 3]
+        return {c: int((codes == c).sum()) for c in np.unique(codes)}
+    a, b = orders(ours), orders(theirs)
+    cells = sorted(set(a) | set(b))
+    p = {"order": stats.chi2_contingency([[a.get(c, 0) for c in cells], [b.get(c, 0) for c in cells]])[1]}
+    for k, name in enumerate(("brightness", "contrast", "saturation", "hue")):
+        p[name] = stats.ks_2samp(ours[:, 4 + k], theirs[:, 4 + k]).pvalue
+    return p
+
+
+def test_color_jitter_draws_follow_torchvisions_law():
+    ours = _native.testing_jitter_draws(JITTER_BOUNDS, 1, 0, N)
+    p = jitter_pvalues(ours, jitter_draws_of_torchvision(N))
+    assert min(p.values()) > ALPHA, p
+    assert sorted(set(map(tuple, ours[:, :4].astype(int).tolist()))) == sorted(
+        __import__("itertools").permutations(range(4))), "every order is drawn"
+
+
+def test_a_biased_jitter_law_is_rejected():
+    theirs = jitter_draws_of_torchvision(N)
+    biased = _native.testing_jitter_draws((0.6, 1.5, 0.7, 1.3, 0.5, 1.5, -0.1, 0.1), 1, 0, N)  # brightness to 1.5
+    assert jitter_pvalues(biased, theirs)["brightness"] < ALPHA
+
+
+def test_a_native_color_jitter_gives_torchvisions_bytes_for_its_draws(client, photo_folder):
+    import joader.torch
+    from joader.augment import plan
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    head = [T.Resize(40), T.CenterCrop(32)]
+    assert len(plan(head + [JITTER]).native) == 3, "ColorJitter after a fixed size runs natively"
+    plain = torchvision.datasets.ImageFolder(photo_folder, transform=T.Compose(head))
+    loader = joader.torch.DataLoader("photos", batch_size=4, epochs=2, client=client, with_indices=True,
+                                     augment=head + [JITTER, T.PILToTensor()], augment_seed=9)
+    checked = 0
+    for epoch in range(2):
+        for images, _, ids in loader:
+            for image, i in zip(images, ids.tolist()):
+                draw = _native.testing_jitter_draws(JITTER_BOUNDS, 9, epoch, i + 1)[i]  # items 0..i: row i
+                img = plain[i][0]
+                for k in draw[:4].astype(int):
+                    img = ADJUST[("brightness", "contrast", "saturation", "hue")[k]](img, draw[4 + k])
+                assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
+                checked += 1
+    assert checked == 2 * len(plain)

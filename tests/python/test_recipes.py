@@ -69,12 +69,14 @@ def reference(dataset, pipeline, seed, epoch, item):
 
 # Native prefix Resize + CenterCrop (deterministic), then ops only Python runs, then the tail.
 EXACT = {
+    # RandomErasing before Normalize: not the fused tail, so torchvision's own runs in the pool.
     "trivialaugment_erasing": lambda: [T.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR),
-                                       T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD),
-                                       T.RandomErasing(0.5)],
+                                       T.PILToTensor(), T.ConvertImageDtype(torch.float), T.RandomErasing(0.5),
+                                       T.Normalize(MEAN, STD)],
     "randaugment": lambda: [T.RandAugment(), T.ToTensor(), T.Normalize(MEAN, STD)],
     "autoaugment": lambda: [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET), T.PILToTensor()],
-    "colorjitter_own_class": lambda: [T.ColorJitter(0.4, 0.4, 0.4, 0.1), AddNoise(), T.ToTensor()],
+    # ColorJitter after a user's class: Python too (native ops are a prefix).
+    "own_class_colorjitter": lambda: [AddNoise(), T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.ToTensor()],
     "bicubic_resize": lambda: [T.RandomResizedCrop(40, interpolation=T.InterpolationMode.BICUBIC),
                                T.RandomGrayscale(0.5), T.ToTensor(), T.Normalize(MEAN, STD)],
 }
@@ -172,7 +174,7 @@ def test_outputs_of_different_sizes_are_refused_naming_two_items(client, photos)
 
 def test_break_and_continue_lose_nothing_while_batches_are_in_flight(client, photos):
     loader = joader.torch.DataLoader("photos", batch_size=3, epochs=3, client=client, num_workers=2,
-                                     augment=[T.CenterCrop(32), T.ColorJitter(0.3)], with_indices=True)
+                                     augment=[T.CenterCrop(32), T.RandomPosterize(4)], with_indices=True)
     for epoch in range(3):
         seen = []
         for _, _, ids in loader:
@@ -181,7 +183,7 @@ def test_break_and_continue_lose_nothing_while_batches_are_in_flight(client, pho
                 break  # 2 batches taken; more are in the workers' hands
         if epoch == 0:
             [job] = client.status()["jobs"]
-            assert job["augment"] == "CenterCrop(32); in Python: ColorJitter", "status shows where each op runs"
+            assert job["augment"] == "CenterCrop(32); in Python: RandomPosterize", "status shows where each op runs"
         for _, _, ids in loader:  # the same epoch continues
             seen += ids.tolist()
         assert sorted(seen) == list(range(len(photos))), epoch
@@ -189,7 +191,7 @@ def test_break_and_continue_lose_nothing_while_batches_are_in_flight(client, pho
 
 
 def test_torch_dataloader_habits_are_meaningful_or_refused_with_the_reason(client, photos):
-    aug = [T.CenterCrop(32), T.ColorJitter(0.2)]
+    aug = [T.CenterCrop(32), T.RandomInvert()]
     cases = [
         (dict(shuffle=False), "Joader always gives each epoch in a uniformly random order"),
         (dict(sampler=[1, 2]), "sampler= is not supported by joader.torch.DataLoader: the order is Joader's"),
@@ -227,3 +229,35 @@ class _touch:
 
     def __call__(self, worker_id):
         open(os.path.join(self.directory, f"worker{worker_id}"), "w").close()
+
+
+def test_the_recipes_users_run_split_into_native_ops_python_ops_and_a_fused_tail():
+    from joader.augment import plan
+    tail = [T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD), T.RandomErasing(0.1)]
+    head = [T.RandomResizedCrop(224), T.RandomHorizontalFlip(0.5)]
+    cases = {
+        "ta_wide": (head + [T.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR)] + tail,
+                    "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: TrivialAugmentWide"),
+        "randaugment": (head + [T.RandAugment()] + tail,
+                        "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: RandAugment"),
+        "autoaugment": (head + [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)] + tail,
+                        "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: AutoAugment"),
+        "timm": (head + [T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(), T.Normalize(MEAN, STD)],
+                 "native: RandomResizedCrop, RandomHorizontalFlip, ColorJitter, tensor tail"),
+        "own_class": (head + [AddNoise(), T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(), T.Normalize(MEAN, STD)],
+                      "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: AddNoise, ColorJitter"),
+    }
+    for name, (pipeline, summary) in cases.items():
+        assert plan(T.Compose(pipeline)).summary() == summary, name
+
+
+def test_timms_default_recipe_runs_natively_into_normalised_float_batches(client, photos):
+    recipe = T.Compose([T.RandomResizedCrop(56), T.RandomHorizontalFlip(), T.ColorJitter(0.4, 0.4, 0.4),
+                        T.ToTensor(), T.Normalize(MEAN, STD)])
+    with joader.torch.DataLoader("photos", batch_size=6, epochs=1, client=client, augment=recipe, augment_seed=2,
+                                 with_indices=True) as loader:
+        got = epoch_of(loader)
+    assert sorted(got) == list(range(len(photos)))
+    stacked = torch.stack(list(got.values()))
+    assert stacked.shape == (len(photos), 3, 56, 56) and stacked.dtype == torch.float32
+    assert -2.2 < stacked.min() < -1.0 and 1.5 < stacked.max() < 2.7, "normalised once"
