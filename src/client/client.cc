@@ -30,6 +30,8 @@ ClientError to_error(const grpc::Status& s, const std::string& socket) {
 }
 
 constexpr auto kInterruptSlice = std::chrono::milliseconds(50);
+// How long close() waits for the daemon to confirm that a job ended before cancelling its call.
+constexpr auto kClosePatience = std::chrono::milliseconds(500);
 
 // call() (blocking on ctx) on a thread of its own, asking interrupt() every kInterruptSlice while it
 // runs; when it says stop (or throws), the call is cancelled, and Interrupted (or its exception)
@@ -112,6 +114,45 @@ struct Job::Stream {
         case grpc::CompletionQueue::SHUTDOWN: return;
       }
     }
+  }
+  // Handles completions until done() holds (true) or the deadline passes (false); not interruptible.
+  template <class Done>
+  bool wait_until(std::chrono::system_clock::time_point deadline, Done done) {
+    while (!done()) {
+      void* tag = nullptr;
+      bool ok = false;
+      switch (cq.AsyncNext(&tag, &ok, deadline)) {
+        case grpc::CompletionQueue::GOT_EVENT: handle(tag, ok); break;
+        case grpc::CompletionQueue::TIMEOUT: return done();
+        case grpc::CompletionQueue::SHUTDOWN: return done();
+      }
+    }
+    return true;
+  }
+  // Ends the call as a client that stops early: half-closes, so that the daemon ends the job and
+  // answers End, reads what is still on its way, then finishes. When this returns true the daemon
+  // has released the job (its status no longer lists it). False when the daemon did not answer
+  // within `patience` (stopped, or gone): the call is then cancelled and ended.
+  bool close_gracefully(std::chrono::milliseconds patience) {
+    const auto deadline = std::chrono::system_clock::now() + patience;
+    bool done = start_ok && wait_until(deadline, [&] { return !writing; });
+    if (done) {
+      rw->WritesDone(reinterpret_cast<void*>(kWritesDone));
+      done = wait_until(deadline, [&] { return writes_done; });
+    }
+    while (done) {  // drain: what the daemon sent before it saw the half-close, then End
+      if (!reading && !read_done) {
+        reading = true;
+        rw->Read(&incoming, reinterpret_cast<void*>(kRead));
+      }
+      done = wait_until(deadline, [&] { return read_done; });
+      if (!done) break;
+      read_done = false;
+      if (!read_ok) break;
+    }
+    if (!done) context.TryCancel();
+    finish(false);
+    return done;
   }
   void pump_writes() {
     if (writing || write_failed || to_write.empty()) return;
@@ -305,8 +346,7 @@ Job::~Job() { close(); }
 void Job::close() {
   if (!stream_ || finished_) return;
   finished_ = true;
-  stream_->context.TryCancel();
-  stream_->finish(false);
+  stream_->close_gracefully(kClosePatience);
 }
 
 bool Job::next(Batch* out) {

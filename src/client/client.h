@@ -89,7 +89,7 @@ class ArenaView;
 // only (gRPC's asynchronous API): no thread of the Job's own.
 class Job {
  public:
-  ~Job();  // closes the stream: the daemon releases the job at once
+  ~Job();  // close()
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
@@ -103,7 +103,9 @@ class Job {
   // Seconds spent waiting in next() for the batches acknowledged so far: is training waiting on data?
   double wait_seconds() const { return wait_seconds_; }
   const v1::Registered& registered() const { return registered_; }
-  // Ends the job now (also done by the destructor).
+  // Ends the job now (also done by the destructor), and returns once the daemon has released it
+  // (its pins and its place in `status`), or after 0.5 s if the daemon does not answer (the call is
+  // then cancelled; the daemon ends the job when it sees that).
   void close();
 
  private:
