@@ -6,7 +6,9 @@ crops of real photographs; and what handing an item to a pool worker and back co
     make build && /usr/bin/python3 bench/recipe_ops.py [--images 200]
 
 Prints two markdown tables (median of 5 passes over the images, ms per image, one core): the
-recipe's ops in torchvision, and the native ops against torchvision's."""
+recipe's ops in torchvision, and the native ops against torchvision's (the colour adjustments,
+the tensor tail, and every op of the AutoAugment family; the native side through the testing
+hooks, which also copy the image in and out)."""
 import argparse
 import os
 import statistics
@@ -104,6 +106,21 @@ def main():
                                                                          len(images)), tail_erase - tail))
     pairs.append(("ToTensor + Normalize", median_ms(lambda: [T.Normalize(*spec)(T.ToTensor()(x)) for x in images],
                                                     len(images)), tail))
+    # The AutoAugment family's ops (torchvision's _apply_op on the PIL image against
+    # prep/autoaugment.h), bilinear, at a middle magnitude of TrivialAugmentWide's space.
+    from torchvision.transforms.autoaugment import _apply_op
+    from joader.augment import IMAGE_OPS
+    space = T.TrivialAugmentWide()._augmentation_space(31)
+    bilinear = T.InterpolationMode.BILINEAR
+    for code, name in enumerate(IMAGE_OPS):
+        if name == "Identity":
+            continue
+        magnitudes = space[name][0] if name in space else None
+        magnitude = float(magnitudes[15]) if magnitudes is not None and magnitudes.ndim > 0 else 0.0
+        pairs.append((f"{name}({magnitude:g})",
+                      median_ms(lambda: [_apply_op(x, name, magnitude, bilinear, None) for x in images], len(images)),
+                      median_ms(lambda: [_native.testing_image_op(a, code, magnitude, 2, (0, 0, 0)) for a in arrays],
+                                len(images))))
     print("\n| op, per 224x224 image | torchvision ms | Joader native ms | ratio |\n|---|---:|---:|---:|")
     for name, theirs, ours in pairs:
         print(f"| {name} | {theirs:.3f} | {ours:.3f} | {theirs / ours:.1f}× |")

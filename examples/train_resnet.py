@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Train torchvision's ResNet-18 on an ImageFolder through Joader, with the standard ImageNet
-recipe: RandomResizedCrop + RandomHorizontalFlip for training, Resize + CenterCrop to evaluate.
+recipe: RandomResizedCrop + RandomHorizontalFlip for training (plus, as torchvision's reference
+recipes, --auto-augment ta_wide/ra/autoaugment and --random-erase P), Resize + CenterCrop to
+evaluate.
 
 Start the daemon once (`build/joader serve --cache-size 8GiB &`), then run as many of these as
 you like, with different subsets, seeds or hyper-parameters: they share the reading and decoding
@@ -27,6 +29,24 @@ import joader
 from joader.torch import DataLoader
 
 
+def train_pipeline(args):
+    """torchvision's ClassificationPresetTrain: crop and flip, the auto-augment policy, the tensor
+    conversion and ImageNet normalisation, random erasing. Passed whole as augment=: Joader runs
+    all of it natively, per item, with torchvision's law and pixels (docs/PYTHON.md)."""
+    interpolation = T.InterpolationMode.BILINEAR
+    ops = [T.RandomResizedCrop(args.crop), T.RandomHorizontalFlip()]
+    if args.auto_augment == "ta_wide":
+        ops.append(T.TrivialAugmentWide(interpolation=interpolation))
+    elif args.auto_augment == "ra":
+        ops.append(T.RandAugment(interpolation=interpolation))
+    elif args.auto_augment == "autoaugment":
+        ops.append(T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=interpolation))
+    ops += [T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]
+    if args.random_erase > 0:
+        ops.append(T.RandomErasing(args.random_erase))
+    return T.Compose(ops)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", help="an ImageFolder tree (class folders of images)")
@@ -41,6 +61,11 @@ def main():
     ap.add_argument("--crop", type=int, default=224, help="the crop size of training and evaluation")
     ap.add_argument("--store-resize", type=int, default=None,
                     help="store images with their shorter side resized to this (default: at their own size)")
+    ap.add_argument("--auto-augment", choices=["ta_wide", "ra", "autoaugment"], default=None,
+                    help="as torchvision's reference recipes: TrivialAugmentWide, RandAugment or AutoAugment(IMAGENET)")
+    ap.add_argument("--random-erase", type=float, default=0.0, help="RandomErasing probability (after Normalize)")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="processes for any op Joader runs in Python (none in these recipes)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--rank", type=int, default=None)
@@ -60,8 +85,8 @@ def main():
     train = train[: max(1, int(len(train) * args.subset))]
 
     loader = DataLoader(name, batch_size=args.batch_size, indices=train, epochs=args.epochs, client=client,
-                        dtype=torch.float32, rank=args.rank, world_size=args.world_size, seed=args.seed,
-                        augment=T.Compose([T.RandomResizedCrop(args.crop), T.RandomHorizontalFlip()]))
+                        rank=args.rank, world_size=args.world_size, seed=args.seed, num_workers=args.workers,
+                        augment=train_pipeline(args))
     evaluate = None
     if n_val > 0:
         evaluate = DataLoader(name, batch_size=args.batch_size, indices=val, epochs=args.epochs, client=client,

@@ -1,8 +1,9 @@
 """One Joader job: joader.torch.DataLoader on the same ImageFolder (registered in the daemon with
 resize 256, crop 224 for the eval pipeline; decoded at its own size for the training pipeline,
 which this job then augments per item with RandomResizedCrop(224) + RandomHorizontalFlip() on its
-own main thread; for the recipe pipeline, the ops after the crop and flip run in the job's Python pool
-of --workers processes). Prints one JSON line: {"items", "seconds", "start", "end"}."""
+own augmentation threads; the recipe and timm pipelines run wholly natively too, any op Joader
+runs in Python would run in the job's pool of --workers processes). Prints one JSON line:
+{"items", "seconds", "start", "end"}."""
 import argparse
 
 import torch
@@ -32,7 +33,7 @@ def main():
     if args.pipeline == "train":
         import torchvision.transforms as T
         augment = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()])
-    elif args.pipeline == "recipe":  # TrivialAugment in the pool, the rest native
+    elif args.pipeline == "recipe":  # all native (TrivialAugmentWide too)
         augment = timed.recipe()
     elif args.pipeline == "timm":  # all native
         augment = timed.timm_recipe()

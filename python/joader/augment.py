@@ -3,7 +3,9 @@ Joader runs in C++ on each delivered item (src/prep/augment.h, torchvision's sem
 parameter law) and the rest, which runs per item in Python (joader.pool).
 
 Native: RandomResizedCrop (bilinear, square), RandomHorizontalFlip, Resize (an int: the shorter
-side; bilinear), CenterCrop (square), ColorJitter, as the longest prefix that ends in one size;
+side; bilinear), CenterCrop (square), ColorJitter, and TrivialAugmentWide / RandAugment /
+AutoAugment (nearest or bilinear, once a crop has fixed the size), as the longest prefix that
+ends in one size;
 in joader.torch.DataLoader a pipeline's final ToTensor / PILToTensor (+ ConvertImageDtype) /
 Normalize (+ RandomErasing) is fused into the batch's write (_tensor_tail). Everything else runs
 in Python, exactly as torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
@@ -15,7 +17,12 @@ from dataclasses import dataclass, field
 from . import _native
 from .client import INVALID_ARGUMENT, error
 
-RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER = range(5)
+RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT = range(6)
+
+# torchvision's _apply_op names, as prep/autoaugment.h's ImageOp codes.
+IMAGE_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast",
+             "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert")
+AUTO_AUGMENT_FAMILIES = ("TrivialAugmentWide", "RandAugment", "AutoAugment")
 
 
 TENSOR_TAIL = "ToTensor, PILToTensor, ConvertImageDtype, Normalize"
@@ -88,11 +95,74 @@ def _square_size(size):
     return None
 
 
-def _native_op(t):
-    """t as the op tuple of the C++ op with its semantics, or None when Joader runs it in Python
-    (another class, interpolation or size form). Raises nothing: bad values are the native
-    validation's to name."""
+def _fill(fill):
+    """torchvision's fill of a PIL image (F_pil._parse_fill: None is 0, a number every band, each
+    value int()) as 3 bytes, or None when Joader does not take it (another length or range)."""
+    if fill is None:
+        fill = 0
+    values = [fill] * 3 if isinstance(fill, (int, float)) else list(fill)
+    if len(values) != 3:
+        return None
+    values = [int(v) for v in values]
+    return values if all(0 <= v <= 255 for v in values) else None
+
+
+def _auto_augment_op(t, side):
+    """TrivialAugmentWide / RandAugment / AutoAugment on side×side images as the AUTO_AUGMENT op
+    tuple: the op space exactly as torchvision builds it (its own _augmentation_space, so the
+    magnitudes are torch's float32 values), encoded as AutoAugmentSpec::encode; None when an op
+    or an argument is one Joader does not run natively (AugMix, bicubic, an unknown op name)."""
     name = type(t).__name__
+    interpolation = _interpolation(t)
+    fill = _fill(getattr(t, "fill", None))
+    if interpolation not in ("nearest", "bilinear", 0, 2) or fill is None or side is None:
+        return None
+    interpolation = 0 if interpolation in ("nearest", 0) else 2
+    family = AUTO_AUGMENT_FAMILIES.index(name)
+    entries = []  # (op, p, signed, magnitudes)
+    policy_size, num_ops = 2, 1
+    try:
+        if name == "AutoAugment":
+            space = t._augmentation_space(10, (side, side))
+            for policy in t.policies:
+                if len(policy) != policy_size:
+                    return None
+                for op_name, p, magnitude_id in policy:
+                    magnitudes, signed = space[op_name]
+                    values = [] if magnitude_id is None else [float(magnitudes[magnitude_id].item())]
+                    entries.append((op_name, float(p), signed, values))
+        else:
+            if name == "RandAugment":
+                space = t._augmentation_space(t.num_magnitude_bins, (side, side))
+                num_ops = int(t.num_ops)
+            else:  # TrivialAugmentWide's space does not depend on the size
+                space = t._augmentation_space(t.num_magnitude_bins)
+            for op_name, (magnitudes, signed) in space.items():
+                if magnitudes.ndim == 0:
+                    values = []
+                elif name == "RandAugment":
+                    values = [float(magnitudes[t.magnitude].item())]
+                else:
+                    values = [float(m) for m in magnitudes.tolist()]
+                entries.append((op_name, 1.0, signed, values))
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError):
+        return None
+    if any(op_name not in IMAGE_OPS for op_name, *_ in entries):
+        return None
+    params = [family, num_ops, interpolation, *fill, policy_size, len(entries)]
+    for op_name, p, signed, values in entries:
+        params += [IMAGE_OPS.index(op_name), p, 1.0 if signed else 0.0, len(values), *values]
+    return (AUTO_AUGMENT, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in params))
+
+
+def _native_op(t, side=None):
+    """t as the op tuple of the C++ op with its semantics, or None when Joader runs it in Python
+    (another class, interpolation or size form). `side`: the side of the square images t
+    receives, when the ops before it fix one (the AutoAugment family's op spaces depend on it).
+    Raises nothing: bad values are the native validation's to name."""
+    name = type(t).__name__
+    if name in AUTO_AUGMENT_FAMILIES:
+        return _auto_augment_op(t, side)
     if name == "RandomResizedCrop":
         side = _square_size(t.size)
         if side is None or _interpolation(t) not in ("bilinear", 2, None):
@@ -170,7 +240,8 @@ class Plan:
         """E.g. "native: RandomResizedCrop, RandomHorizontalFlip; Python: TrivialAugmentWide"."""
         kinds = {RANDOM_RESIZED_CROP: "RandomResizedCrop", RANDOM_HORIZONTAL_FLIP: "RandomHorizontalFlip",
                  RESIZE: "Resize", CENTER_CROP: "CenterCrop", COLOR_JITTER: "ColorJitter"}
-        native = [kinds[op[0]] for op in self.native] + (["tensor tail"] if self.tail is not None else [])
+        native = [AUTO_AUGMENT_FAMILIES[int(op[7][0])] if op[0] == AUTO_AUGMENT else kinds[op[0]]
+                  for op in self.native] + (["tensor tail"] if self.tail is not None else [])
         parts = []
         if native:
             parts.append("native: " + ", ".join(native))
@@ -202,12 +273,16 @@ def plan(augment, tensors=True):
     if any(n in ("ConvertImageDtype", "Normalize") for n in names[:first]):
         raise error(INVALID_ARGUMENT, "augment: ConvertImageDtype and Normalize take tensors: put ToTensor() or "
                                       "PILToTensor() before them")
-    native = []
+    native, side = [], None  # side: the square size the ops so far give every image, if any
     for t in items[:first]:
-        op = _native_op(t)
+        op = _native_op(t, side)
         if op is None:
             break
         native.append(op)
+        if op[0] in (RANDOM_RESIZED_CROP, CENTER_CROP):
+            side = op[1]
+        elif op[0] == RESIZE:
+            side = None
     native = native[:_fixed_size_prefix(native)]
     if native:
         _native.check_augment(native)

@@ -24,7 +24,8 @@ std::string number(double v) {
 }
 
 [[noreturn]] void invalid(const AugmentOp& op, const std::string& what) {
-  static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize", "CenterCrop", "ColorJitter"};
+  static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize", "CenterCrop", "ColorJitter",
+                                "AutoAugment"};
   throw PrepError(std::string(names[op.kind]) + ": " + what);
 }
 
@@ -99,6 +100,7 @@ std::string AugmentOp::describe() const {
       }
       return "ColorJitter(" + text + ")";
     }
+    case kAutoAugment: return policy.describe();
   }
   return "?";
 }
@@ -133,6 +135,10 @@ void validate_pipeline(const std::vector<AugmentOp>& ops) {
                           (k == 3 ? "in [-0.5, 0.5]" : "of non-negative factors"));
         }
       }
+      continue;
+    }
+    if (op.kind == AugmentOp::kAutoAugment) {
+      op.policy.validate();
       continue;
     }
     if (op.kind != AugmentOp::kRandomHorizontalFlip && (op.size == 0 || op.size > kMaxAugmentSize)) {
@@ -275,6 +281,7 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
         }
         break;
       }
+      case AugmentOp::kAutoAugment: draws[i].applied = draw_auto_augment(op.policy, rng); break;
     }
   }
   return draws;
@@ -297,6 +304,12 @@ Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, con
       case AugmentOp::kColorJitter:
         if (in.rgb != cur.rgb.data()) cur = copy_of(in);
         color_jitter(cur, op, draws[i]);
+        break;
+      case AugmentOp::kAutoAugment:
+        if (in.rgb != cur.rgb.data()) cur = copy_of(in);
+        for (const AppliedOp& a : draws[i].applied) {
+          apply_image_op(cur, a.op, a.magnitude, op.policy.interpolation, op.policy.fill);
+        }
         break;
     }
     in = view_of(cur);

@@ -14,6 +14,8 @@
 //       order of the four, each factor uniform in its range; a range at its centre — (1, 1),
 //       or (0, 0) for hue — is torchvision's None: not applied), then F.adjust_* on the PIL
 //       image in that order (prep/color.h: PIL's bytes).
+//   AutoAugment(policy)                    TrivialAugmentWide, RandAugment or AutoAugment with
+//       their laws and PIL's pixels (prep/autoaugment.h).
 //
 // Randomness comes from a counter-based generator keyed by (seed, epoch, item): no state is shared
 // between deliveries, so a job's crops are reproducible from its seed, resumable after a crash,
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "prep/autoaugment.h"
 #include "prep/image_prep.h"
 
 namespace joader {
@@ -34,7 +37,7 @@ namespace joader {
 inline constexpr uint32_t kMaxAugmentSize = 8192;
 
 struct AugmentOp {
-  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop, kColorJitter };
+  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop, kColorJitter, kAutoAugment };
   Kind kind = kCenterCrop;
   uint32_t size = 0;                              // RandomResizedCrop, Resize, CenterCrop
   double scale_min = 0.08, scale_max = 1.0;       // RandomResizedCrop
@@ -42,6 +45,7 @@ struct AugmentOp {
   double p = 0.5;                                 // RandomHorizontalFlip
   // ColorJitter: (min, max) of brightness, contrast, saturation and hue, in that order.
   std::array<double, 8> jitter{1, 1, 1, 1, 1, 1, 0, 0};
+  AutoAugmentSpec policy;                         // AutoAugment: TrivialAugmentWide, RandAugment, AutoAugment
 
   // Whether ColorJitter adjusts property k (0 brightness ... 3 hue): its range is not the centre.
   bool jitters(int k) const;
@@ -86,13 +90,14 @@ Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool
 Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip);
 
 // The random draws of a pipeline for one delivery: per op, the box of a RandomResizedCrop, the
-// coin of a RandomHorizontalFlip, the order and factors of a ColorJitter (other ops draw
-// nothing), for an input of width×height.
+// coin of a RandomHorizontalFlip, the order and factors of a ColorJitter, the ops of an
+// AutoAugment policy (other ops draw nothing), for an input of width×height.
 struct OpDraw {
   CropBox box;
   bool flip = false;
   std::array<uint8_t, 4> order{0, 1, 2, 3};   // ColorJitter: the order of the adjustments
   std::array<double, 4> factors{1, 1, 1, 0};  // ColorJitter: brightness, contrast, saturation, hue
+  std::vector<AppliedOp> applied;             // AutoAugment: the ops applied, in order
 };
 std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,
                                  uint32_t epoch, uint32_t item);

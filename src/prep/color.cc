@@ -93,18 +93,24 @@ void adjust_contrast(Image& img, double factor) {
   blend_with_grey(img, factor, static_cast<uint8_t>(static_cast<int>(mean + 0.5)));
 }
 
-void adjust_saturation(Image& img, double factor) {
+void blend_from(Image& img, const std::vector<uint8_t>& degenerate, double factor) {
   const float alpha = static_cast<float>(factor);
   if (alpha == 1.0f) return;
+  uint8_t* p = img.rgb.data();
+  if (alpha == 0.0f) {
+    std::copy(degenerate.begin(), degenerate.end(), p);
+    return;
+  }
+  const size_t n = img.rgb.size();
+  for (size_t i = 0; i < n; ++i) p[i] = blend(degenerate[i], p[i], alpha);
+}
+
+void adjust_saturation(Image& img, double factor) {
+  if (static_cast<float>(factor) == 1.0f) return;
   const size_t n = size_t{img.width} * img.height;
   std::vector<uint8_t> grey(3 * n);  // the degenerate image: each pixel's luma in its three samples
   for (size_t i = 0; i < n; ++i) grey[3 * i] = grey[3 * i + 1] = grey[3 * i + 2] = luma(&img.rgb[3 * i]);
-  uint8_t* p = img.rgb.data();
-  if (alpha == 0.0f) {
-    std::copy(grey.begin(), grey.end(), p);
-    return;
-  }
-  for (size_t i = 0; i < 3 * n; ++i) p[i] = blend(grey[i], p[i], alpha);
+  blend_from(img, grey, factor);
 }
 
 void adjust_hue(Image& img, double hue_factor) {

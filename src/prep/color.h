@@ -15,6 +15,9 @@
 // Thread-safe: every function is pure or works on its argument only.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "prep/image_prep.h"
 
 namespace joader {
@@ -23,5 +26,8 @@ void adjust_brightness(Image& img, double factor);
 void adjust_contrast(Image& img, double factor);
 void adjust_saturation(Image& img, double factor);
 void adjust_hue(Image& img, double hue_factor);  // hue_factor in [-0.5, 0.5]
+
+// Image.blend(degenerate, img, factor) into img: degenerate holds img.rgb.size() samples.
+void blend_from(Image& img, const std::vector<uint8_t>& degenerate, double factor);
 
 }  // namespace joader

@@ -27,11 +27,30 @@ namespace py = pybind11;
 namespace joader {
 namespace {
 
+using HwcArray = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+// An [H, W, 3] uint8 array as an Image, and back.
+Image image_of(const HwcArray& hwc) {
+  if (hwc.ndim() != 3 || hwc.shape(2) != 3) throw std::invalid_argument("expected an [H, W, 3] uint8 array");
+  Image img;
+  img.height = static_cast<uint32_t>(hwc.shape(0));
+  img.width = static_cast<uint32_t>(hwc.shape(1));
+  img.rgb.assign(hwc.data(), hwc.data() + hwc.size());
+  return img;
+}
+
+py::array_t<uint8_t> array_of(const Image& img) {
+  py::array_t<uint8_t> result({py::ssize_t(img.height), py::ssize_t(img.width), py::ssize_t(3)});
+  std::memcpy(result.mutable_data(), img.rgb.data(), img.rgb.size());
+  return result;
+}
+
 // The dicts of client/report.h (the same fields as `joader status --json`), through Python's json.
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-// (kind, size, scale_min, scale_max, ratio_min, ratio_max, p, jitter), kind as
-// v1::AugmentOp::Kind, jitter ColorJitter's 8 bounds (empty for the other ops).
+// (kind, size, scale_min, scale_max, ratio_min, ratio_max, p, values), kind as
+// v1::AugmentOp::Kind, values ColorJitter's 8 bounds or an AutoAugment policy in
+// AutoAugmentSpec::encode's form (empty for the other ops).
 using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double, std::vector<double>>;
 
 AugmentOp to_op(const OpTuple& t) {
@@ -39,11 +58,18 @@ AugmentOp to_op(const OpTuple& t) {
   int kind;
   std::vector<double> jitter;
   std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p, jitter) = t;
-  if (kind < 0 || kind > AugmentOp::kColorJitter) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
+  if (kind < 0 || kind > AugmentOp::kAutoAugment) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
   op.kind = static_cast<AugmentOp::Kind>(kind);
   if (op.kind == AugmentOp::kColorJitter) {
     if (jitter.size() != op.jitter.size()) throw ClientError(3, "augment: ColorJitter needs 8 bounds");
     std::copy(jitter.begin(), jitter.end(), op.jitter.begin());
+  }
+  if (op.kind == AugmentOp::kAutoAugment) {
+    try {
+      op.policy = AutoAugmentSpec::decode(jitter);
+    } catch (const PrepError& e) {
+      throw ClientError(3, std::string("augment: ") + e.what());
+    }
   }
   return op;
 }
@@ -70,6 +96,9 @@ v1::AugmentOp to_proto(const AugmentOp& op) {
   m.set_ratio_max(op.ratio_max);
   m.set_p(op.p);
   for (double v : op.jitter) m.add_jitter(v);
+  if (op.kind == AugmentOp::kAutoAugment) {
+    for (double v : op.policy.encode()) m.add_params(v);
+  }
   return m;
 }
 
@@ -390,26 +419,12 @@ PYBIND11_MODULE(_native, m) {
   // For the exactness tests of per-job augmentation (tests/python/test_augment.py): the C++ ops
   // on a given image and box, and the parameters they draw, without a daemon.
   m.def("testing_resized_crop",
-        [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> hwc, int64_t top, int64_t left,
-           int64_t height, int64_t width, uint32_t size, bool flip) {
-          if (hwc.ndim() != 3 || hwc.shape(2) != 3) throw std::invalid_argument("expected an [H, W, 3] uint8 array");
-          Image img;
-          img.height = static_cast<uint32_t>(hwc.shape(0));
-          img.width = static_cast<uint32_t>(hwc.shape(1));
-          img.rgb.assign(hwc.data(), hwc.data() + hwc.size());
-          const Image out = resized_crop(img, CropBox{top, left, height, width}, size, flip);
-          py::array_t<uint8_t> result({py::ssize_t(size), py::ssize_t(size), py::ssize_t(3)});
-          std::memcpy(result.mutable_data(), out.rgb.data(), out.rgb.size());
-          return result;
+        [](const HwcArray& hwc, int64_t top, int64_t left, int64_t height, int64_t width, uint32_t size, bool flip) {
+          return array_of(resized_crop(image_of(hwc), CropBox{top, left, height, width}, size, flip));
         });
   // One colour adjustment of prep/color.h ("brightness", "contrast", "saturation", "hue").
-  m.def("testing_adjust", [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> hwc,
-                             const std::string& which, double factor) {
-    if (hwc.ndim() != 3 || hwc.shape(2) != 3) throw std::invalid_argument("expected an [H, W, 3] uint8 array");
-    Image img;
-    img.height = static_cast<uint32_t>(hwc.shape(0));
-    img.width = static_cast<uint32_t>(hwc.shape(1));
-    img.rgb.assign(hwc.data(), hwc.data() + hwc.size());
+  m.def("testing_adjust", [](const HwcArray& hwc, const std::string& which, double factor) {
+    Image img = image_of(hwc);
     {
       py::gil_scoped_release nogil;
       if (which == "brightness") {
@@ -424,9 +439,31 @@ PYBIND11_MODULE(_native, m) {
         throw std::invalid_argument("unknown adjustment " + which);
       }
     }
-    py::array_t<uint8_t> result({hwc.shape(0), hwc.shape(1), py::ssize_t(3)});
-    std::memcpy(result.mutable_data(), img.rgb.data(), img.rgb.size());
-    return result;
+    return array_of(img);
+  });
+  // One op of torchvision's _apply_op (prep/autoaugment.h: `op` an ImageOp code, interpolation
+  // PIL's code) on an image.
+  m.def("testing_image_op", [](const HwcArray& hwc, int op, double magnitude, int interpolation,
+                               std::array<uint8_t, 3> fill) {
+    if (op < 0 || op >= kImageOpCount) throw std::invalid_argument("unknown op");
+    Image img = image_of(hwc);
+    {
+      py::gil_scoped_release nogil;
+      apply_image_op(img, static_cast<ImageOp>(op), magnitude, static_cast<Resample>(interpolation), fill);
+    }
+    return array_of(img);
+  });
+  // The ops an AutoAugment policy (AutoAugmentSpec::encode's form) applies to items 0..n-1 of
+  // (seed, epoch): per item a list of (op code, magnitude).
+  m.def("testing_auto_augment_draws", [](const std::vector<double>& params, uint64_t seed, uint32_t epoch,
+                                         uint32_t items) {
+    const AutoAugmentSpec spec = AutoAugmentSpec::decode(params);
+    std::vector<std::vector<std::pair<int, double>>> out(items);
+    for (uint32_t item = 0; item < items; ++item) {
+      CounterRng rng(seed, epoch, item);
+      for (const AppliedOp& a : draw_auto_augment(spec, rng)) out[item].emplace_back(int(a.op), a.magnitude);
+    }
+    return out;
   });
   // ColorJitter's draws (order, factors) for items 0..n-1 of (seed, epoch 0): [n, 8].
   m.def("testing_jitter_draws", [](std::vector<double> bounds, uint64_t seed, uint32_t epoch, uint32_t items) {

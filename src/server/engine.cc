@@ -618,6 +618,9 @@ static std::vector<AugmentOp> augment_ops(const google::protobuf::RepeatedPtrFie
     op.ratio_max = m.ratio_max();
     op.p = m.p();
     if (m.jitter_size() == int(op.jitter.size())) std::copy(m.jitter().begin(), m.jitter().end(), op.jitter.begin());
+    if (op.kind == AugmentOp::kAutoAugment) {
+      op.policy = AutoAugmentSpec::decode(std::vector<double>(m.params().begin(), m.params().end()));
+    }
     out.push_back(op);
   }
   return out;
@@ -637,8 +640,9 @@ std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) co
     throw EngineError(EngineError::kInvalidArgument, "augment needs a decoded dataset, and '" + ds.spec.name() +
                                                          "' stores raw bytes: add one with a resize or without prep");
   }
-  const std::vector<AugmentOp> ops = augment_ops(req.augment());
+  std::vector<AugmentOp> ops;
   try {
+    ops = augment_ops(req.augment());
     validate_pipeline(ops);
   } catch (const PrepError& e) {
     throw EngineError(EngineError::kInvalidArgument, std::string("augment: ") + e.what());

@@ -296,9 +296,10 @@ def test_two_runs_of_the_resnet_example_train_on_one_shared_dataset(daemon, clie
     example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "train_resnet.py")
     env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
     for run in range(2):  # two processes: Python's hash() of the path differs between them
+        recipe = ["--auto-augment", "ta_wide", "--random-erase", "0.1"] if run else []  # the reference recipe
         r = subprocess.run([sys.executable, example, root, "--socket", daemon.socket, "--resize", "72", "--crop",
-                            "64", "--batch-size", "4", "--subset", "0.5", "--max-steps", "2", "--device", "cpu"],
-                           env=env, capture_output=True, text=True, timeout=300)
+                            "64", "--batch-size", "4", "--subset", "0.5", "--max-steps", "2", "--device", "cpu",
+                            *recipe], env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         assert "stopped after 2 steps" in r.stdout
     names = [d["name"] for d in client.datasets()]

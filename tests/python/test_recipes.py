@@ -68,13 +68,16 @@ def reference(dataset, pipeline, seed, epoch, item):
 
 
 # Native prefix Resize + CenterCrop (deterministic), then ops only Python runs, then the tail.
+# (TrivialAugmentWide, RandAugment and AutoAugment with nearest or bilinear resampling run natively
+# after a crop, tests/python/test_autoaugment.py; here bicubic, or a user's class before them,
+# keeps them in Python.)
 EXACT = {
     # RandomErasing before Normalize: not the fused tail, so torchvision's own runs in the pool.
-    "trivialaugment_erasing": lambda: [T.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR),
-                                       T.PILToTensor(), T.ConvertImageDtype(torch.float), T.RandomErasing(0.5),
-                                       T.Normalize(MEAN, STD)],
-    "randaugment": lambda: [T.RandAugment(), T.ToTensor(), T.Normalize(MEAN, STD)],
-    "autoaugment": lambda: [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET), T.PILToTensor()],
+    "trivialaugment_bicubic_erasing": lambda: [T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC),
+                                               T.PILToTensor(), T.ConvertImageDtype(torch.float),
+                                               T.RandomErasing(0.5), T.Normalize(MEAN, STD)],
+    "own_class_randaugment": lambda: [AddNoise(), T.RandAugment(), T.ToTensor(), T.Normalize(MEAN, STD)],
+    "augmix": lambda: [T.AugMix(), T.PILToTensor()],
     # ColorJitter after a user's class: Python too (native ops are a prefix).
     "own_class_colorjitter": lambda: [AddNoise(), T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.ToTensor()],
     "bicubic_resize": lambda: [T.RandomResizedCrop(40, interpolation=T.InterpolationMode.BICUBIC),
@@ -237,11 +240,13 @@ def test_the_recipes_users_run_split_into_native_ops_python_ops_and_a_fused_tail
     head = [T.RandomResizedCrop(224), T.RandomHorizontalFlip(0.5)]
     cases = {
         "ta_wide": (head + [T.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR)] + tail,
-                    "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: TrivialAugmentWide"),
+                    "native: RandomResizedCrop, RandomHorizontalFlip, TrivialAugmentWide, tensor tail"),
         "randaugment": (head + [T.RandAugment()] + tail,
-                        "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: RandAugment"),
+                        "native: RandomResizedCrop, RandomHorizontalFlip, RandAugment, tensor tail"),
         "autoaugment": (head + [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)] + tail,
-                        "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: AutoAugment"),
+                        "native: RandomResizedCrop, RandomHorizontalFlip, AutoAugment, tensor tail"),
+        "augmix": (head + [T.AugMix()] + tail,
+                   "native: RandomResizedCrop, RandomHorizontalFlip, tensor tail; Python: AugMix"),
         "timm": (head + [T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(), T.Normalize(MEAN, STD)],
                  "native: RandomResizedCrop, RandomHorizontalFlip, ColorJitter, tensor tail"),
         "own_class": (head + [AddNoise(), T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(), T.Normalize(MEAN, STD)],

@@ -1,0 +1,111 @@
+// torchvision's AutoAugment family (TrivialAugmentWide, RandAugment, AutoAugment) on a PIL RGB
+// image, natively: the op law of each policy and the pixels of each op (torchvision's _apply_op on
+// a PIL image, i.e. PIL's own arithmetic).
+//
+// Pixels, for given draws, equal torchvision 0.14's F.* on PIL 9.4, byte for byte (tested on
+// real photos): ShearX/Y, TranslateX/Y (F.affine) and Rotate (F.rotate) with NEAREST or BILINEAR
+// resampling and a fill colour, through PIL's own paths (its scale, 16.16 fixed-point and float
+// nearest-neighbour loops, its bilinear filter, the transposes of rotations by 90/180/270);
+// Brightness, Color, Contrast (prep/color.h), Sharpness (PIL's SMOOTH filter in float, then a
+// blend), Posterize, Solarize, AutoContrast, Equalize and Invert (ImageOps' lookup tables).
+// Compiled without FMA contraction, as PIL's float steps must be reproduced in their order.
+//
+// Law: the policy's op space is handed over as torchvision builds it (`_augmentation_space`
+// evaluated in Python for the image size this op sees, so the magnitudes are torch's own float32
+// values); the draws follow each policy's forward():
+//   TrivialAugmentWide  one op uniform, one magnitude bin uniform, a sign coin for signed ops;
+//   RandAugment         num_ops times: one op uniform at the fixed magnitude, a sign coin;
+//   AutoAugment         one sub-policy uniform; each of its ops applied when a uniform draw
+//                       u ≤ p, negated on a sign coin when signed.
+// (Draws come from the job's counter-based generator, not torch's: the law is torchvision's, the
+// numbers are Joader's, keyed by (seed, epoch, item) like every native op.)
+//
+// Thread-safe: every function is pure or works on its argument only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "prep/image_prep.h"
+
+namespace joader {
+
+class CounterRng;
+
+// The image ops of torchvision's _apply_op, in the order of its `if` chain.
+enum class ImageOp : uint8_t {
+  kIdentity,
+  kShearX,
+  kShearY,
+  kTranslateX,
+  kTranslateY,
+  kRotate,
+  kBrightness,
+  kColor,
+  kContrast,
+  kSharpness,
+  kPosterize,
+  kSolarize,
+  kAutoContrast,
+  kEqualize,
+  kInvert,
+};
+inline constexpr int kImageOpCount = 15;
+const char* image_op_name(ImageOp op);
+
+// PIL's resampling codes, as torchvision's InterpolationMode maps them.
+enum class Resample : uint8_t { kNearest = 0, kBilinear = 2 };
+
+struct AutoAugmentSpec {
+  enum Family : uint8_t { kTrivialAugmentWide, kRandAugment, kAutoAugment };
+  struct Entry {
+    ImageOp op = ImageOp::kIdentity;
+    std::vector<double> magnitudes;  // empty: the op takes none (torchvision's 0-d tensor: 0.0)
+    bool is_signed = false;
+    double p = 1.0;  // AutoAugment: the probability of applying it
+  };
+  Family family = kTrivialAugmentWide;
+  uint32_t num_ops = 1;  // RandAugment
+  Resample interpolation = Resample::kNearest;
+  std::array<uint8_t, 3> fill{0, 0, 0};
+  // TrivialAugmentWide / RandAugment: the op space (RandAugment: each op's magnitudes reduced to the
+  // one at its magnitude index). AutoAugment: the sub-policies, policy_size entries each.
+  std::vector<Entry> entries;
+  uint32_t policy_size = 2;
+
+  // E.g. "TrivialAugmentWide(14 ops, interpolation=nearest)".
+  std::string describe() const;
+  // Throws PrepError naming the problem (an empty op space, a magnitude out of an op's range...).
+  void validate() const;
+
+  // The flat form the Python binding and the protocol carry (AugmentOp.params):
+  // [family, num_ops, interpolation, fill0, fill1, fill2, policy_size, entry count, then per
+  //  entry: op, p, signed, magnitude count, magnitudes...]. decode() throws PrepError on a
+  // malformed list.
+  std::vector<double> encode() const;
+  static AutoAugmentSpec decode(const std::vector<double>& params);
+};
+
+// One applied op with its magnitude (already signed).
+struct AppliedOp {
+  ImageOp op = ImageOp::kIdentity;
+  double magnitude = 0;
+  bool operator==(const AppliedOp&) const = default;
+};
+
+// The ops one delivery applies, drawn by the spec's law.
+std::vector<AppliedOp> draw_auto_augment(const AutoAugmentSpec& spec, CounterRng& rng);
+
+// torchvision's _apply_op(img, op, magnitude, interpolation, fill) on the PIL image img, in place.
+void apply_image_op(Image& img, ImageOp op, double magnitude, Resample interpolation,
+                    const std::array<uint8_t, 3>& fill);
+
+// PIL's Image.transform(size, AFFINE, matrix, resample, fillcolor=fill) with the output the
+// input's size (what F.affine gives), and Image.rotate(angle, resample, fillcolor=fill).
+Image affine_pil(const Image& img, const std::array<double, 6>& matrix, Resample resample,
+                 const std::array<uint8_t, 3>& fill);
+Image rotate_pil(const Image& img, double angle, Resample resample, const std::array<uint8_t, 3>& fill);
+
+}  // namespace joader

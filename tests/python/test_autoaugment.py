@@ -1,0 +1,219 @@
+"""The AutoAugment family natively (src/prep/autoaugment.h) against torchvision itself: every op of
+_apply_op byte for byte on real photos, each policy's law (TrivialAugmentWide, RandAugment,
+AutoAugment) against the draws of torchvision's own forward(), and whole pipelines through the
+daemon equal to torchvision's ops for the draws Joader made."""
+import collections
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+import torchvision.transforms as T
+import torchvision.transforms.functional as F
+from PIL import Image
+from scipy import stats
+from torchvision.transforms import autoaugment as tv_autoaugment
+
+from joader import _native
+from joader.augment import AUTO_AUGMENT, IMAGE_OPS, plan
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+NEAREST, BILINEAR = T.InterpolationMode.NEAREST, T.InterpolationMode.BILINEAR
+# Three p-values per law, each against 1e-4: for a correct implementation the family-wise false
+# failure rate is at most 3e-4 (Bonferroni); seeds are fixed, so a run passes or fails the same
+# way every time.
+ALPHA = 1e-4
+N = 6000
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    """Real photos of every JPEG and PNG kind of make_photos.py at their own sizes, and squares as
+    the ops meet them after a crop."""
+    root = tmp_path_factory.mktemp("autoaugment")
+    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root), "--count", "12", "--min", "40",
+                    "--max", "400"], check=True, capture_output=True)
+    images = [Image.open(p).convert("RGB") for p in sorted(root.rglob("*.*")) if p.is_file()]
+    return [F.center_crop(F.resize(im, 64), 64) if n % 2 else im for n, im in enumerate(images)]
+
+
+def magnitudes_to_try(name):
+    """Every third magnitude of TrivialAugmentWide's space for the op (both signs when signed), plus
+    RandAugment's size-dependent translations."""
+    space = T.TrivialAugmentWide()._augmentation_space(31)
+    if name not in space or space[name][0].ndim == 0:
+        return [0.0]
+    values = [float(m) for m in space[name][0].tolist()][::3]
+    if name.startswith("Translate"):
+        values += [float(m) for m in T.RandAugment()._augmentation_space(31, (64, 64))[name][0].tolist()][::5]
+    return values + ([-v for v in values] if space[name][1] else [])
+
+
+@pytest.mark.parametrize("interpolation", [NEAREST, BILINEAR], ids=["nearest", "bilinear"])
+@pytest.mark.parametrize("fill", [None, [10, 200, 30]], ids=["black", "fill"])
+def test_every_op_equals_torchvisions_apply_op_byte_for_byte_on_real_photos(photos, interpolation, fill):
+    code = 0 if interpolation == NEAREST else 2
+    checked = 0
+    for name in IMAGE_OPS:
+        for magnitude in magnitudes_to_try(name):
+            for n, pil in enumerate(photos):
+                expected = np.asarray(tv_autoaugment._apply_op(pil, name, magnitude, interpolation, fill))
+                ours = _native.testing_image_op(np.asarray(pil), IMAGE_OPS.index(name), magnitude, code,
+                                                tuple(fill or (0, 0, 0)))
+                assert ours.shape == expected.shape and np.array_equal(ours, expected), (name, magnitude, n, pil.size)
+                checked += 1
+    assert checked > 2500
+
+
+def test_rotations_by_quarter_turns_and_odd_sizes_equal_pils():
+    rng = np.random.default_rng(0)
+    for w, h in ((7, 7), (6, 9), (1, 5), (33, 32)):
+        array = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+        pil = Image.fromarray(array)
+        for angle in (90.0, -90.0, 180.0, 270.0, 45.0, -135.0, 0.0, 360.0):
+            for interpolation, code in ((NEAREST, 0), (BILINEAR, 2)):
+                expected = np.asarray(F.rotate(pil, angle, interpolation=interpolation))
+                ours = _native.testing_image_op(array, IMAGE_OPS.index("Rotate"), angle, code, (0, 0, 0))
+                assert np.array_equal(ours, expected), (w, h, angle, interpolation)
+
+
+def native_op(transform, side=32):
+    """The AUTO_AUGMENT op tuple Joader plans for transform after a crop to side×side."""
+    ops = plan([T.RandomResizedCrop(side), transform]).native
+    assert len(ops) == 2 and ops[1][0] == AUTO_AUGMENT, "runs natively after a crop"
+    return ops[1]
+
+
+def torchvision_draws(transform, n, side=32):
+    """The (op, magnitude) lists torchvision's own forward() applies to n images."""
+    calls = []
+    original = tv_autoaugment._apply_op
+
+    def record(img, op_name, magnitude, interpolation, fill):
+        calls[-1].append((IMAGE_OPS.index(op_name), float(magnitude)))
+        return img
+
+    img = Image.new("RGB", (side, side))
+    torch.manual_seed(0)
+    tv_autoaugment._apply_op = record
+    try:
+        for _ in range(n):
+            calls.append([])
+            transform(img)
+    finally:
+        tv_autoaugment._apply_op = original
+    return calls
+
+
+def joader_draws(op, n, seed=3):
+    return [[(code, magnitude) for code, magnitude in d] for d in _native.testing_auto_augment_draws(op[7], seed, 0, n)]
+
+
+def law_pvalues(ours, theirs):
+    """Chi-square p-values (two-sample) of: which ops are applied (as a sequence per image), the
+    magnitudes' absolute values, and their signs, among the ops that have magnitudes."""
+    def chi2(a, b):
+        a, b = collections.Counter(a), collections.Counter(b)
+        cells = sorted(set(a) | set(b))
+        if len(cells) < 2:
+            return 1.0
+        return stats.chi2_contingency([[a[c] for c in cells], [b[c] for c in cells]])[1]
+
+    def features(draws):
+        ops = [tuple(code for code, _ in d) for d in draws]
+        mags = [(code, round(abs(m), 4)) for d in draws for code, m in d]
+        signs = [(code, m > 0) for d in draws for code, m in d if m != 0 and IMAGE_OPS[code] != "Posterize"]
+        return ops, mags, signs
+
+    return [chi2(x, y) for x, y in zip(features(ours), features(theirs))]
+
+
+POLICIES = {
+    "trivialaugmentwide": lambda: T.TrivialAugmentWide(),
+    "randaugment": lambda: T.RandAugment(num_ops=2, magnitude=9),
+    "autoaugment_imagenet": lambda: T.AutoAugment(T.AutoAugmentPolicy.IMAGENET),
+    "autoaugment_cifar10": lambda: T.AutoAugment(T.AutoAugmentPolicy.CIFAR10),
+    "autoaugment_svhn": lambda: T.AutoAugment(T.AutoAugmentPolicy.SVHN),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_each_policys_draws_follow_torchvisions_law(name):
+    transform = POLICIES[name]()
+    ours, theirs = joader_draws(native_op(transform), N), torchvision_draws(transform, N)
+    p = law_pvalues(ours, theirs)
+    assert min(p) > ALPHA, p
+    if not name.startswith("trivial"):  # (TrivialAugmentWide has ~800 values: not all drawn in N)
+        assert {t for d in ours for t in d} == {t for d in theirs for t in d}, "the same (op, magnitude) values"
+
+
+def test_a_biased_policy_law_is_rejected():
+    """A TrivialAugmentWide whose op space lists Identity twice (1/8 instead of 1/14, as a wrong op
+    count would give) fails the op-choice test; so does one that never negates."""
+    transform = T.TrivialAugmentWide()
+    op = native_op(transform)
+    params = list(op[7])
+    identity = [IMAGE_OPS.index("Identity"), 1.0, 0.0, 0.0]
+    params[7] += 1
+    biased = params + identity
+    theirs = torchvision_draws(transform, N)
+    assert law_pvalues(joader_draws((*op[:7], tuple(biased)), N), theirs)[0] < ALPHA
+    unsigned = list(op[7])
+    at = 8
+    while at < len(unsigned):
+        unsigned[at + 2] = 0.0
+        at += 4 + int(unsigned[at + 3])
+    assert law_pvalues(joader_draws((*op[:7], tuple(unsigned)), N), theirs)[2] < ALPHA
+
+
+def test_the_family_runs_natively_where_its_arguments_allow_and_in_python_otherwise():
+    crop = T.RandomResizedCrop(32)
+    assert "native: RandomResizedCrop, TrivialAugmentWide" in plan([crop, T.TrivialAugmentWide()]).summary()
+    bicubic = plan([crop, T.RandAugment(interpolation=T.InterpolationMode.BICUBIC)])
+    assert bicubic.summary() == "native: RandomResizedCrop; Python: RandAugment"
+    assert plan([crop, T.AugMix()]).summary() == "native: RandomResizedCrop; Python: AugMix"
+    # Without a crop before it the size is unknown (RandAugment's translations depend on it), and
+    # a native prefix must end in one size: all in Python.
+    assert plan([T.Resize(40), T.RandAugment(), T.CenterCrop(32)]).summary() == \
+        "Python: Resize, RandAugment, CenterCrop"
+    fill = native_op(T.TrivialAugmentWide(fill=[1, 2, 3]))
+    assert tuple(fill[7][3:6]) == (1.0, 2.0, 3.0)
+
+
+@pytest.fixture(scope="module")
+def photo_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("autoaugment-folder")
+    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", "8",
+                    "--min", "40", "--max", "300"], check=True, capture_output=True)
+    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
+        target = root / "folder" / f"class{n % 2}"
+        target.mkdir(parents=True, exist_ok=True)
+        os.replace(p, target / f"{n:02d}{p.suffix}")
+    return str(root / "folder")
+
+
+@pytest.mark.parametrize("name", ["trivialaugmentwide", "randaugment", "autoaugment_imagenet"])
+def test_a_dataloader_applies_the_policy_natively_with_torchvisions_pixels_for_its_draws(client, photo_folder, name):
+    import joader.torch
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    head = [T.Resize(40), T.CenterCrop(32)]
+    transform = POLICIES[name]()
+    op = plan(head + [transform]).native[2]
+    assert op[0] == AUTO_AUGMENT
+    plain = torchvision.datasets.ImageFolder(photo_folder, transform=T.Compose(head))
+    interpolation = transform.interpolation
+    checked = 0
+    with joader.torch.DataLoader("photos", batch_size=4, epochs=2, client=client, with_indices=True,
+                                 augment=head + [transform, T.PILToTensor()], augment_seed=9) as loader:
+        for epoch in range(2):
+            for images, _, ids in loader:
+                for image, i in zip(images, ids.tolist()):
+                    img = plain[i][0]
+                    for code, magnitude in _native.testing_auto_augment_draws(op[7], 9, epoch, i + 1)[i]:
+                        img = tv_autoaugment._apply_op(img, IMAGE_OPS[code], magnitude, interpolation, None)
+                    assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
+                    checked += 1
+    assert checked == 2 * len(plain)
