@@ -124,35 +124,67 @@ void affine_float(Image& out, const Image& in, const std::array<double, 6>& a) {
   }
 }
 
-// ImagingGenericTransform with affine_transform and bilinear_filter32RGB.
+// ImagingGenericTransform with affine_transform and bilinear_filter32RGB. The products a0·x and
+// a3·x (per column) and a1·y, a4·y (per row) are computed once: the sums are PIL's, in its order,
+// so every coordinate is the same double.
 void affine_bilinear(Image& out, const Image& in, const std::array<double, 6>& a) {
   const int xsize = static_cast<int>(in.width), ysize = static_cast<int>(in.height);
-  const auto xclip = [&](int x) { return x < 0 ? 0 : x < xsize ? x : xsize - 1; };
-  const auto yclip = [&](int y) { return y < 0 ? 0 : y < ysize ? y : ysize - 1; };
-  for (int y = 0; y < static_cast<int>(out.height); ++y) {
-    for (int x = 0; x < static_cast<int>(out.width); ++x) {
-      const double xo = x + 0.5, yo = y + 0.5;
-      double xin = a[0] * xo + a[1] * yo + a[2];
-      double yin = a[3] * xo + a[4] * yo + a[5];
+  const int w = static_cast<int>(out.width), h = static_cast<int>(out.height);
+  const size_t stride = size_t(in.width) * 3;
+  std::vector<double> ax(w), dx_col(w);
+  for (int x = 0; x < w; ++x) {
+    ax[x] = a[0] * (x + 0.5);
+    dx_col[x] = a[3] * (x + 0.5);
+  }
+  const uint8_t* base = in.rgb.data();
+  for (int y = 0; y < h; ++y) {
+    const double by = a[1] * (y + 0.5), ey = a[4] * (y + 0.5);
+    uint8_t* o = &out.rgb[size_t(y) * w * 3];
+    for (int x = 0; x < w; ++x, o += 3) {
+      double xin = ax[x] + by + a[2];
+      double yin = dx_col[x] + ey + a[5];
       if (xin < 0.0 || xin >= xsize || yin < 0.0 || yin >= ysize) continue;  // keeps the fill
       xin -= 0.5;
       yin -= 0.5;
-      const int fx = pil_floor(xin), fy = pil_floor(yin);
+      const int fx = pil_floor(xin), fy = pil_floor(yin);  // ≥ -1: xin, yin ≥ -0.5
       const double dx = xin - fx, dy = yin - fy;
-      const int x0 = xclip(fx), x1 = xclip(fx + 1);
-      const uint8_t* row0 = &in.rgb[size_t(yclip(fy)) * in.width * 3];
-      const bool has_next = fy + 1 >= 0 && fy + 1 < ysize;
-      const uint8_t* row1 = has_next ? &in.rgb[size_t(fy + 1) * in.width * 3] : nullptr;
-      uint8_t* o = &out.rgb[(size_t(y) * out.width + x) * 3];
-      for (int b = 0; b < 3; ++b) {
-        double v1 = row0[3 * x0 + b] + (int{row0[3 * x1 + b]} - int{row0[3 * x0 + b]}) * dx;
-        double v2 = v1;
-        if (has_next) v2 = row1[3 * x0 + b] + (int{row1[3 * x1 + b]} - int{row1[3 * x0 + b]}) * dx;
-        v1 = v1 + (v2 - v1) * dy;
-        o[b] = static_cast<uint8_t>(v1);
+      const int x0 = (fx < 0 ? 0 : fx) * 3, x1 = (fx + 1 < xsize ? fx + 1 : xsize - 1) * 3;
+      const uint8_t* r0 = base + size_t(fy < 0 ? 0 : fy) * stride;
+      if (fy + 1 < ysize) {
+        const uint8_t* r1 = base + size_t(fy + 1) * stride;
+        for (int b = 0; b < 3; ++b) {
+          const double v1 = r0[x0 + b] + (int{r0[x1 + b]} - int{r0[x0 + b]}) * dx;
+          const double v2 = r1[x0 + b] + (int{r1[x1 + b]} - int{r1[x0 + b]}) * dx;
+          o[b] = static_cast<uint8_t>(v1 + (v2 - v1) * dy);
+        }
+      } else {  // PIL's v2 = v1: v1 + (v1 - v1) * dy is v1
+        for (int b = 0; b < 3; ++b) {
+          o[b] = static_cast<uint8_t>(r0[x0 + b] + (int{r0[x1 + b]} - int{r0[x0 + b]}) * dx);
+        }
       }
     }
   }
+}
+
+// A shift by whole pixels (a = [1, 0, tx, 0, 1, ty], tx and ty integers): PIL's bilinear filter
+// then reads each sample at a weight of exactly 0 for its neighbours, so the result is the
+// shifted image, the fill where the source is outside (what TranslateX/Y give).
+bool shift_by_whole_pixels(Image& out, const Image& in, const std::array<double, 6>& a) {
+  if (!(a[0] == 1.0 && a[1] == 0.0 && a[3] == 0.0 && a[4] == 1.0 && a[2] == std::floor(a[2]) &&
+        a[5] == std::floor(a[5]) && std::fabs(a[2]) < 1e9 && std::fabs(a[5]) < 1e9)) {
+    return false;
+  }
+  const int64_t tx = static_cast<int64_t>(a[2]), ty = static_cast<int64_t>(a[5]);
+  const int64_t w = out.width, h = out.height;
+  const int64_t x_lo = std::max<int64_t>(0, -tx), x_hi = std::min<int64_t>(w, int64_t(in.width) - tx);
+  if (x_lo >= x_hi) return true;
+  for (int64_t y = 0; y < h; ++y) {
+    const int64_t yin = y + ty;
+    if (yin < 0 || yin >= int64_t(in.height)) continue;
+    std::memcpy(&out.rgb[size_t(y * w + x_lo) * 3], &in.rgb[size_t(yin * int64_t(in.width) + x_lo + tx) * 3],
+                size_t(x_hi - x_lo) * 3);
+  }
+  return true;
 }
 
 // Image.transpose(ROTATE_90 / ROTATE_180 / ROTATE_270): quarter turns counter-clockwise.
@@ -312,7 +344,7 @@ Image affine_pil(const Image& img, const std::array<double, 6>& a, Resample resa
   Image out = filled(img.width, img.height, fill);
   if (img.width == 0 || img.height == 0) return out;
   if (resample == Resample::kBilinear) {
-    affine_bilinear(out, img, a);
+    if (!shift_by_whole_pixels(out, img, a)) affine_bilinear(out, img, a);
   } else if (a[1] == 0 && a[3] == 0) {
     scale_affine(out, img, a);
   } else {
