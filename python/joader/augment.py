@@ -3,9 +3,11 @@ Joader runs in C++ on each delivered item (src/prep/augment.h, torchvision's sem
 parameter law) and the rest, which runs per item in Python (joader.pool).
 
 Native: RandomResizedCrop (bilinear, square), RandomHorizontalFlip, Resize (an int: the shorter
-side; bilinear), CenterCrop (square), ColorJitter, and TrivialAugmentWide / RandAugment /
-AutoAugment (nearest or bilinear, once a crop has fixed the size), as the longest prefix that
-ends in one size;
+side; bilinear), CenterCrop (square), RandomCrop (square, constant padding), ColorJitter,
+TrivialAugmentWide / RandAugment / AutoAugment (nearest or bilinear, once a crop has fixed the
+size), RandomPosterize / RandomSolarize / RandomAutocontrast / RandomEqualize /
+RandomAdjustSharpness / RandomInvert / RandomGrayscale / Grayscale(3) / RandomVerticalFlip, as
+the longest prefix that ends in one size;
 in joader.torch.DataLoader a pipeline's final ToTensor / PILToTensor (+ ConvertImageDtype) /
 Normalize (+ RandomErasing) is fused into the batch's write (_tensor_tail). Everything else runs
 in Python, exactly as torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
@@ -17,12 +19,13 @@ from dataclasses import dataclass, field
 from . import _native
 from .client import INVALID_ARGUMENT, error
 
-RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT = range(6)
+RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT, RANDOM_CROP = range(7)
 
-# torchvision's _apply_op names, as prep/autoaugment.h's ImageOp codes.
+# torchvision's _apply_op names, then two more single ops, as prep/autoaugment.h's ImageOp codes.
 IMAGE_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast",
-             "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert")
+             "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert", "Grayscale", "VerticalFlip")
 AUTO_AUGMENT_FAMILIES = ("TrivialAugmentWide", "RandAugment", "AutoAugment")
+RANDOM_APPLY = 3  # AutoAugmentSpec::kRandomApply: torchvision's single random ops
 
 
 TENSOR_TAIL = "ToTensor, PILToTensor, ConvertImageDtype, Normalize"
@@ -155,14 +158,81 @@ def _auto_augment_op(t, side):
     return (AUTO_AUGMENT, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in params))
 
 
+def _random_apply_op(t):
+    """torchvision's single random ops (`if torch.rand(1) < self.p: F.op(img, ...)`) as the
+    AUTO_AUGMENT op of the RandomApply family (one entry: op, p, magnitude); None when not taken."""
+    name = type(t).__name__
+    p = float(getattr(t, "p", 1.0))
+    magnitude = []
+    if name == "RandomPosterize":
+        op, magnitude = "Posterize", [int(t.bits)]
+    elif name == "RandomSolarize":
+        op, magnitude = "Solarize", [float(t.threshold)]
+    elif name == "RandomAdjustSharpness":
+        factor = float(t.sharpness_factor)
+        if 1.0 + (factor - 1.0) != factor:  # _apply_op's 1 + magnitude must give the factor exactly
+            return None
+        op, magnitude = "Sharpness", [factor - 1.0]
+    elif name in ("RandomAutocontrast", "RandomEqualize", "RandomInvert"):
+        op = {"RandomAutocontrast": "AutoContrast", "RandomEqualize": "Equalize", "RandomInvert": "Invert"}[name]
+    elif name == "RandomGrayscale":
+        op = "Grayscale"
+    elif name == "Grayscale":
+        if int(t.num_output_channels) != 3:
+            return None
+        op, p = "Grayscale", 1.0
+    elif name == "RandomVerticalFlip":
+        op = "VerticalFlip"
+    else:
+        return None
+    if not 0.0 <= p <= 1.0:
+        return None
+    params = [RANDOM_APPLY, 1, 0, 0, 0, 0, 1, 1, IMAGE_OPS.index(op), p, 0.0, len(magnitude), *magnitude]
+    return (AUTO_AUGMENT, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in params))
+
+
+def _random_crop_op(t):
+    """RandomCrop(size, padding, pad_if_needed, fill, padding_mode="constant") with a square size
+    as the RANDOM_CROP op tuple; None otherwise."""
+    side = _square_size(t.size)
+    fill = _fill(t.fill)
+    if side is None or fill is None or t.padding_mode != "constant":
+        return None
+    padding = t.padding
+    if padding is None:
+        padding = (0, 0, 0, 0)
+    elif isinstance(padding, int):
+        padding = (padding,) * 4
+    else:
+        padding = tuple(int(v) for v in padding)
+        if len(padding) == 1:
+            padding *= 4
+        elif len(padding) == 2:  # (left/right, top/bottom), as F.pad reads it
+            padding = (padding[0], padding[1], padding[0], padding[1])
+        elif len(padding) != 4:
+            return None
+    if any(v < 0 for v in padding):
+        return None
+    values = (*padding, 1 if t.pad_if_needed else 0, *fill)
+    return (RANDOM_CROP, side, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in values))
+
+
 def _native_op(t, side=None):
     """t as the op tuple of the C++ op with its semantics, or None when Joader runs it in Python
     (another class, interpolation or size form). `side`: the side of the square images t
     receives, when the ops before it fix one (the AutoAugment family's op spaces depend on it).
     Raises nothing: bad values are the native validation's to name."""
     name = type(t).__name__
-    if name in AUTO_AUGMENT_FAMILIES:
-        return _auto_augment_op(t, side)
+    try:
+        if name in AUTO_AUGMENT_FAMILIES:
+            return _auto_augment_op(t, side)
+        if name == "RandomCrop":
+            return _random_crop_op(t)
+        random_apply = _random_apply_op(t)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if random_apply is not None:
+        return random_apply
     if name == "RandomResizedCrop":
         side = _square_size(t.size)
         if side is None or _interpolation(t) not in ("bilinear", 2, None):
@@ -200,12 +270,12 @@ def describe(t):
     return text if text and len(text) <= 120 else name
 
 
-_SIZING = (RANDOM_RESIZED_CROP, RESIZE, CENTER_CROP)
+_SIZING = (RANDOM_RESIZED_CROP, RESIZE, CENTER_CROP, RANDOM_CROP)
 
 
 def _fixed_size_prefix(ops):
     """The length of the longest prefix of ops that ends in one size for every image (its last
-    sizing op a RandomResizedCrop or a CenterCrop); 0 if none."""
+    sizing op a RandomResizedCrop, a CenterCrop or a RandomCrop); 0 if none."""
     best, fixed = 0, False
     for n, op in enumerate(ops, 1):
         if op[0] in _SIZING:
@@ -225,6 +295,7 @@ class Plan:
     native: list = field(default_factory=list)
     python: list = field(default_factory=list)
     tail: object = None
+    native_names: list = field(default_factory=list)  # the torchvision class of each native op
 
     @property
     def augmenting(self):
@@ -238,10 +309,7 @@ class Plan:
 
     def summary(self):
         """E.g. "native: RandomResizedCrop, RandomHorizontalFlip; Python: TrivialAugmentWide"."""
-        kinds = {RANDOM_RESIZED_CROP: "RandomResizedCrop", RANDOM_HORIZONTAL_FLIP: "RandomHorizontalFlip",
-                 RESIZE: "Resize", CENTER_CROP: "CenterCrop", COLOR_JITTER: "ColorJitter"}
-        native = [AUTO_AUGMENT_FAMILIES[int(op[7][0])] if op[0] == AUTO_AUGMENT else kinds[op[0]]
-                  for op in self.native] + (["tensor tail"] if self.tail is not None else [])
+        native = list(self.native_names) + (["tensor tail"] if self.tail is not None else [])
         parts = []
         if native:
             parts.append("native: " + ", ".join(native))
@@ -279,7 +347,7 @@ def plan(augment, tensors=True):
         if op is None:
             break
         native.append(op)
-        if op[0] in (RANDOM_RESIZED_CROP, CENTER_CROP):
+        if op[0] in (RANDOM_RESIZED_CROP, CENTER_CROP, RANDOM_CROP):
             side = op[1]
         elif op[0] == RESIZE:
             side = None
@@ -292,7 +360,7 @@ def plan(augment, tensors=True):
         tail = _tensor_tail(items[first:])  # None: a tensor transform Joader does not fuse; all in Python
         if tail is not None:
             rest = items[len(native):first]
-    return Plan(native, rest, tail)
+    return Plan(native, rest, tail, [type(t).__name__ for t in items[:len(native)]])
 
 
 def fresh_seed():

@@ -25,7 +25,7 @@ std::string number(double v) {
 
 [[noreturn]] void invalid(const AugmentOp& op, const std::string& what) {
   static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize", "CenterCrop", "ColorJitter",
-                                "AutoAugment"};
+                                "AutoAugment",       "RandomCrop"};
   throw PrepError(std::string(names[op.kind]) + ": " + what);
 }
 
@@ -82,6 +82,49 @@ void flip_rows(Image& img) {
 
 }  // namespace
 
+RandomCropPadding random_crop_padding(const AugmentOp& op, uint32_t width, uint32_t height) {
+  RandomCropPadding p;
+  p.left = op.padding[0];
+  p.top = op.padding[1];
+  p.width = uint64_t{width} + op.padding[0] + op.padding[2];
+  p.height = uint64_t{height} + op.padding[1] + op.padding[3];
+  if (op.pad_if_needed && p.width < op.size) {  // F.pad(img, [size - w, 0]): both sides
+    const uint64_t more = op.size - p.width;
+    p.left += more;
+    p.width += 2 * more;
+  }
+  if (op.pad_if_needed && p.height < op.size) {
+    const uint64_t more = op.size - p.height;
+    p.top += more;
+    p.height += 2 * more;
+  }
+  if (p.width < op.size || p.height < op.size) {
+    invalid(op, "size " + std::to_string(op.size) + " is larger than the " + std::to_string(width) + "×" +
+                    std::to_string(height) + " image" + (p.width != width || p.height != height ? " once padded to " +
+                    std::to_string(p.width) + "×" + std::to_string(p.height) : std::string()) +
+                    " (torchvision raises here too; give pad_if_needed=True or a Resize first)");
+  }
+  return p;
+}
+
+Image random_crop(const ImageView& img, const AugmentOp& op, const CropBox& box) {
+  const RandomCropPadding pad = random_crop_padding(op, img.width, img.height);
+  Image out;
+  out.width = out.height = op.size;
+  out.rgb.resize(size_t{op.size} * op.size * 3);
+  for (size_t i = 0; i < out.rgb.size(); i += 3) std::memcpy(&out.rgb[i], op.fill.data(), 3);
+  // Output (x, y) is padded (box.left + x, box.top + y), the source pixel (that - pad.left, - pad.top).
+  const int64_t x0 = int64_t(box.left) - int64_t(pad.left), y0 = int64_t(box.top) - int64_t(pad.top);
+  const int64_t x_lo = std::max<int64_t>(0, -x0), x_hi = std::min<int64_t>(op.size, int64_t(img.width) - x0);
+  for (int64_t y = 0; y < op.size && x_lo < x_hi; ++y) {
+    const int64_t sy = y0 + y;
+    if (sy < 0 || sy >= int64_t(img.height)) continue;
+    std::memcpy(&out.rgb[size_t(y * op.size + x_lo) * 3], img.rgb + size_t(sy) * img.stride + size_t(x0 + x_lo) * 3,
+                size_t(x_hi - x_lo) * 3);
+  }
+  return out;
+}
+
 std::string AugmentOp::describe() const {
   switch (kind) {
     case kRandomResizedCrop:
@@ -101,8 +144,44 @@ std::string AugmentOp::describe() const {
       return "ColorJitter(" + text + ")";
     }
     case kAutoAugment: return policy.describe();
+    case kRandomCrop: {
+      std::string text = "RandomCrop(" + std::to_string(size);
+      if (padding != std::array<uint32_t, 4>{0, 0, 0, 0}) {
+        text += ", padding=(" + std::to_string(padding[0]) + ", " + std::to_string(padding[1]) + ", " +
+                std::to_string(padding[2]) + ", " + std::to_string(padding[3]) + ")";
+      }
+      if (pad_if_needed) text += ", pad_if_needed=True";
+      if (fill != std::array<uint8_t, 3>{0, 0, 0}) {
+        text += ", fill=(" + std::to_string(fill[0]) + ", " + std::to_string(fill[1]) + ", " + std::to_string(fill[2]) + ")";
+      }
+      return text + ")";
+    }
   }
   return "?";
+}
+
+std::vector<double> AugmentOp::params() const {
+  if (kind == kAutoAugment) return policy.encode();
+  if (kind != kRandomCrop) return {};
+  return {double(padding[0]), double(padding[1]), double(padding[2]), double(padding[3]), pad_if_needed ? 1.0 : 0.0,
+          double(fill[0]),    double(fill[1]),    double(fill[2])};
+}
+
+void AugmentOp::set_params(const std::vector<double>& values) {
+  if (kind == kAutoAugment) {
+    policy = AutoAugmentSpec::decode(values);
+  } else if (kind == kRandomCrop) {
+    if (values.size() != 8) invalid(*this, "needs padding (4), pad_if_needed and a fill of 3 values");
+    const auto whole = [&](double v, double hi, const char* what) {
+      if (!(v >= 0 && v <= hi) || v != std::floor(v)) invalid(*this, std::string(what) + " out of range");
+      return v;
+    };
+    for (int k = 0; k < 4; ++k) padding[k] = static_cast<uint32_t>(whole(values[k], kMaxAugmentSize, "padding"));
+    pad_if_needed = whole(values[4], 1, "pad_if_needed") == 1;
+    for (int k = 0; k < 3; ++k) fill[k] = static_cast<uint8_t>(whole(values[5 + k], 255, "fill"));
+  } else if (!values.empty()) {
+    invalid(*this, "takes no extra values");
+  }
 }
 
 bool AugmentOp::jitters(int k) const {
@@ -141,6 +220,11 @@ void validate_pipeline(const std::vector<AugmentOp>& ops) {
       op.policy.validate();
       continue;
     }
+    if (op.kind == AugmentOp::kRandomCrop) {
+      for (uint32_t pad : op.padding) {
+        if (pad > kMaxAugmentSize) invalid(op, "padding must be at most " + std::to_string(kMaxAugmentSize));
+      }
+    }
     if (op.kind != AugmentOp::kRandomHorizontalFlip && (op.size == 0 || op.size > kMaxAugmentSize)) {
       invalid(op, "size must be in 1.." + std::to_string(kMaxAugmentSize) + ", not " + std::to_string(op.size));
     }
@@ -163,11 +247,14 @@ void validate_pipeline(const std::vector<AugmentOp>& ops) {
 
 uint32_t pipeline_output_size(const std::vector<AugmentOp>& ops) {
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-    if (it->kind == AugmentOp::kRandomResizedCrop || it->kind == AugmentOp::kCenterCrop) return it->size;
+    if (it->kind == AugmentOp::kRandomResizedCrop || it->kind == AugmentOp::kCenterCrop ||
+        it->kind == AugmentOp::kRandomCrop) {
+      return it->size;
+    }
     if (it->kind == AugmentOp::kResize) break;
   }
-  throw PrepError("an augmentation pipeline must end in a fixed size (RandomResizedCrop or CenterCrop after the "
-                  "last Resize), so that batches are [B, 3, size, size]");
+  throw PrepError("an augmentation pipeline must end in a fixed size (RandomResizedCrop, CenterCrop or RandomCrop "
+                  "after the last Resize), so that batches are [B, 3, size, size]");
 }
 
 CounterRng::CounterRng(uint64_t seed, uint32_t epoch, uint32_t item)
@@ -282,6 +369,16 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
         break;
       }
       case AugmentOp::kAutoAugment: draws[i].applied = draw_auto_augment(op.policy, rng); break;
+      case AugmentOp::kRandomCrop: {
+        const RandomCropPadding pad = random_crop_padding(op, width, height);
+        draws[i].box = CropBox{0, 0, op.size, op.size};
+        if (pad.height != op.size || pad.width != op.size) {  // torchvision draws only then
+          draws[i].box.top = static_cast<int64_t>(rng.below(pad.height - op.size + 1));
+          draws[i].box.left = static_cast<int64_t>(rng.below(pad.width - op.size + 1));
+        }
+        width = height = op.size;
+        break;
+      }
     }
   }
   return draws;
@@ -305,6 +402,7 @@ Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, con
         if (in.rgb != cur.rgb.data()) cur = copy_of(in);
         color_jitter(cur, op, draws[i]);
         break;
+      case AugmentOp::kRandomCrop: cur = random_crop(in, op, draws[i].box); break;
       case AugmentOp::kAutoAugment:
         if (in.rgb != cur.rgb.data()) cur = copy_of(in);
         for (const AppliedOp& a : draws[i].applied) {

@@ -15,7 +15,12 @@
 //       or (0, 0) for hue — is torchvision's None: not applied), then F.adjust_* on the PIL
 //       image in that order (prep/color.h: PIL's bytes).
 //   AutoAugment(policy)                    TrivialAugmentWide, RandAugment or AutoAugment with
-//       their laws and PIL's pixels (prep/autoaugment.h).
+//       their laws and PIL's pixels (prep/autoaugment.h); also torchvision's single random ops
+//       (RandomPosterize, RandomGrayscale, RandomVerticalFlip, ...) as its RandomApply family.
+//   RandomCrop(size, padding, pad_if_needed, fill)  torchvision's: F.pad with the constant fill
+//       (padding, then pad_if_needed's padding of both sides by the missing width / height), then
+//       a size×size window at a uniform position (get_params); an image still smaller than size
+//       is an error, as in torchvision.
 //
 // Randomness comes from a counter-based generator keyed by (seed, epoch, item): no state is shared
 // between deliveries, so a job's crops are reproducible from its seed, resumable after a crash,
@@ -37,26 +42,38 @@ namespace joader {
 inline constexpr uint32_t kMaxAugmentSize = 8192;
 
 struct AugmentOp {
-  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop, kColorJitter, kAutoAugment };
+  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop, kColorJitter, kAutoAugment, kRandomCrop };
   Kind kind = kCenterCrop;
-  uint32_t size = 0;                              // RandomResizedCrop, Resize, CenterCrop
+  uint32_t size = 0;                              // RandomResizedCrop, Resize, CenterCrop, RandomCrop
   double scale_min = 0.08, scale_max = 1.0;       // RandomResizedCrop
   double ratio_min = 3.0 / 4, ratio_max = 4.0 / 3;
   double p = 0.5;                                 // RandomHorizontalFlip
   // ColorJitter: (min, max) of brightness, contrast, saturation and hue, in that order.
   std::array<double, 8> jitter{1, 1, 1, 1, 1, 1, 0, 0};
   AutoAugmentSpec policy;                         // AutoAugment: TrivialAugmentWide, RandAugment, AutoAugment
+  // RandomCrop: padding (left, top, right, bottom), pad_if_needed, the constant fill.
+  std::array<uint32_t, 4> padding{0, 0, 0, 0};
+  bool pad_if_needed = false;
+  std::array<uint8_t, 3> fill{0, 0, 0};
 
   // Whether ColorJitter adjusts property k (0 brightness ... 3 hue): its range is not the centre.
   bool jitters(int k) const;
 
   // E.g. "RandomResizedCrop(224, scale=(0.08, 1), ratio=(0.75, 1.33333))".
   std::string describe() const;
+
+  // The values the protocol (AugmentOp.params) and the Python binding carry beyond the common
+  // fields: an AutoAugment's policy (AutoAugmentSpec::encode), a RandomCrop's [left, top, right,
+  // bottom, pad_if_needed, fill0, fill1, fill2]; empty for the other ops. set_params throws
+  // PrepError on a malformed list.
+  std::vector<double> params() const;
+  void set_params(const std::vector<double>& values);
 };
 
 // Throws PrepError naming the op and field, e.g. "RandomResizedCrop: size must be in 1..8192, not
 // 0", "RandomResizedCrop: scale (0.5, 0.2) is empty", "RandomHorizontalFlip: p must be in [0, 1]".
-// A pipeline must end in a fixed size: its last sizing op is RandomResizedCrop or CenterCrop.
+// A pipeline must end in a fixed size: its last sizing op is RandomResizedCrop, CenterCrop or
+// RandomCrop.
 void validate_pipeline(const std::vector<AugmentOp>& ops);
 
 // The output side (C of C×C) of a valid pipeline.
@@ -89,11 +106,21 @@ CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp
 Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip);
 Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip);
 
+// RandomCrop's padded image for a width×height input: its size and where the input sits in it.
+// Throws PrepError when it is still smaller than the crop.
+struct RandomCropPadding {
+  uint64_t left = 0, top = 0, width = 0, height = 0;
+};
+RandomCropPadding random_crop_padding(const AugmentOp& op, uint32_t width, uint32_t height);
+
+// RandomCrop's output for the window `box` (top, left in the padded image; box.width = height = size).
+Image random_crop(const ImageView& img, const AugmentOp& op, const CropBox& box);
+
 // The random draws of a pipeline for one delivery: per op, the box of a RandomResizedCrop, the
 // coin of a RandomHorizontalFlip, the order and factors of a ColorJitter, the ops of an
 // AutoAugment policy (other ops draw nothing), for an input of width×height.
 struct OpDraw {
-  CropBox box;
+  CropBox box;  // RandomResizedCrop's box; RandomCrop's window in the padded image
   bool flip = false;
   std::array<uint8_t, 4> order{0, 1, 2, 3};   // ColorJitter: the order of the adjustments
   std::array<double, 4> factors{1, 1, 1, 0};  // ColorJitter: brightness, contrast, saturation, hue

@@ -1,6 +1,7 @@
 #include "prep/augment.h"
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -174,6 +175,30 @@ TEST(Augment, BadPipelinesAreRefusedNamingTheOpAndField) {
   EXPECT_NE(message({}).find("at least one op"), std::string::npos);
   EXPECT_EQ(message({rrc(8), op_of(AugmentOp::kRandomHorizontalFlip)}), "accepted");
   EXPECT_EQ(pipeline_output_size({op_of(AugmentOp::kResize, 40), op_of(AugmentOp::kCenterCrop, 32)}), 32u);
+}
+
+TEST(RandomCrop, PadsWithTheFillThenCropsTheDrawnWindow) {
+  const Image img = gradient(6, 4);
+  AugmentOp crop = op_of(AugmentOp::kRandomCrop, 8);
+  crop.set_params({2, 3, 0, 1, 0, 9, 8, 7});  // left 2, top 3, right 0, bottom 1: 8×8 padded
+  validate_pipeline({crop});
+  const Image out = random_crop(ImageView{img.rgb.data(), 6, 4, 18}, crop, CropBox{0, 0, 8, 8});
+  ASSERT_EQ(out.width, 8u);
+  EXPECT_EQ(out.rgb[0], 9) << "the padding has the fill";
+  EXPECT_EQ(out.rgb[2], 7);
+  EXPECT_EQ(0, std::memcmp(&out.rgb[(3 * 8 + 2) * 3], &img.rgb[0], 3)) << "the image sits at (left, top)";
+  EXPECT_EQ(crop.params(), (std::vector<double>{2, 3, 0, 1, 0, 9, 8, 7}));
+  std::set<std::pair<int64_t, int64_t>> windows;
+  AugmentOp small = op_of(AugmentOp::kRandomCrop, 4);
+  for (uint32_t item = 0; item < 400; ++item) {
+    const CropBox b = draw_augment({small}, 6, 4, 1, 0, item)[0].box;
+    windows.emplace(b.top, b.left);
+  }
+  EXPECT_EQ(windows.size(), 3u) << "every left in 0..2, top 0";
+  EXPECT_THROW(draw_augment({op_of(AugmentOp::kRandomCrop, 5)}, 6, 4, 1, 0, 0), PrepError) << "4 rows < 5";
+  AugmentOp needed = op_of(AugmentOp::kRandomCrop, 5);
+  needed.pad_if_needed = true;
+  EXPECT_EQ(random_crop_padding(needed, 6, 4).height, 6u) << "both sides padded by the missing row";
 }
 
 }  // namespace

@@ -325,17 +325,18 @@ std::vector<uint8_t> smooth(const Image& img) {
 }
 
 [[noreturn]] void bad(const AutoAugmentSpec& spec, const std::string& what) {
-  static const char* families[] = {"TrivialAugmentWide", "RandAugment", "AutoAugment"};
-  throw PrepError(std::string(spec.family <= AutoAugmentSpec::kAutoAugment ? families[spec.family] : "AutoAugment") +
+  static const char* families[] = {"TrivialAugmentWide", "RandAugment", "AutoAugment", "RandomApply"};
+  throw PrepError(std::string(spec.family <= AutoAugmentSpec::kRandomApply ? families[spec.family] : "AutoAugment") +
                   ": " + what);
 }
 
 }  // namespace
 
 const char* image_op_name(ImageOp op) {
-  static const char* names[kImageOpCount] = {"Identity",   "ShearX",   "ShearY",       "TranslateX", "TranslateY",
-                                             "Rotate",     "Brightness", "Color",      "Contrast",   "Sharpness",
-                                             "Posterize",  "Solarize", "AutoContrast", "Equalize",   "Invert"};
+  static const char* names[kImageOpCount] = {
+      "Identity",  "ShearX",   "ShearY",       "TranslateX", "TranslateY", "Rotate",    "Brightness", "Color",
+      "Contrast",  "Sharpness", "Posterize",   "Solarize",   "AutoContrast", "Equalize", "Invert",     "Grayscale",
+      "VerticalFlip"};
   const int i = static_cast<int>(op);
   return i >= 0 && i < kImageOpCount ? names[i] : "?";
 }
@@ -417,6 +418,14 @@ void apply_image_op(Image& img, ImageOp op, double magnitude, Resample interpola
     case ImageOp::kInvert:
       for (uint8_t& v : img.rgb) v = static_cast<uint8_t>(255 - v);
       break;
+    case ImageOp::kGrayscale: to_grayscale(img); break;
+    case ImageOp::kVerticalFlip: {
+      const size_t row = size_t(img.width) * 3;
+      for (uint32_t top = 0, bottom = img.height ? img.height - 1 : 0; top < bottom; ++top, --bottom) {
+        std::swap_ranges(img.rgb.begin() + top * row, img.rgb.begin() + (top + 1) * row, img.rgb.begin() + bottom * row);
+      }
+      break;
+    }
   }
 }
 
@@ -425,6 +434,12 @@ std::vector<AppliedOp> draw_auto_augment(const AutoAugmentSpec& spec, CounterRng
   const auto signed_magnitude = [&](const AutoAugmentSpec::Entry& e, double magnitude, bool negate) {
     return AppliedOp{e.op, e.is_signed && negate ? -magnitude : magnitude};
   };
+  if (spec.family == AutoAugmentSpec::kRandomApply) {
+    for (const AutoAugmentSpec::Entry& e : spec.entries) {
+      if (rng.uniform() < e.p) out.push_back({e.op, e.magnitudes.empty() ? 0.0 : e.magnitudes[0]});
+    }
+    return out;
+  }
   if (spec.family == AutoAugmentSpec::kAutoAugment) {
     const size_t policies = spec.entries.size() / spec.policy_size;
     const size_t first = rng.below(policies) * spec.policy_size;
@@ -461,12 +476,27 @@ std::string AutoAugmentSpec::describe() const {
     case kAutoAugment:
       return "AutoAugment(" + std::to_string(policy_size ? entries.size() / policy_size : 0) +
              " sub-policies, interpolation=" + interp + fill_text + ")";
+    case kRandomApply: {
+      std::string text;
+      for (const Entry& e : entries) {
+        char p[32];
+        std::snprintf(p, sizeof p, "%.6g", e.p);
+        std::string op = image_op_name(e.op);
+        if (!e.magnitudes.empty()) {
+          char m[32];
+          std::snprintf(m, sizeof m, "%.6g", e.magnitudes[0]);
+          op += std::string("(") + m + ")";
+        }
+        text += (text.empty() ? "" : ", ") + std::string("RandomApply(") + op + ", p=" + p + ")";
+      }
+      return text;
+    }
   }
   return "AutoAugment(?)";
 }
 
 void AutoAugmentSpec::validate() const {
-  if (family > kAutoAugment) throw PrepError("AutoAugment: unknown policy family " + std::to_string(family));
+  if (family > kRandomApply) throw PrepError("AutoAugment: unknown policy family " + std::to_string(family));
   if (entries.empty()) bad(*this, "the op space is empty");
   if (interpolation != Resample::kNearest && interpolation != Resample::kBilinear) {
     bad(*this, "interpolation must be nearest or bilinear");
@@ -516,7 +546,7 @@ AutoAugmentSpec AutoAugmentSpec::decode(const std::vector<double>& params) {
     return static_cast<uint32_t>(v);
   };
   AutoAugmentSpec spec;
-  spec.family = static_cast<Family>(take_int(0, kAutoAugment, "family"));
+  spec.family = static_cast<Family>(take_int(0, kRandomApply, "family"));
   spec.num_ops = take_int(0, 64, "num_ops");
   const uint32_t interp = take_int(0, 2, "interpolation");
   if (interp == 1) throw PrepError("AutoAugment: interpolation must be nearest or bilinear");

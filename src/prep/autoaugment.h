@@ -1,6 +1,8 @@
 // torchvision's AutoAugment family (TrivialAugmentWide, RandAugment, AutoAugment) on a PIL RGB
 // image, natively: the op law of each policy and the pixels of each op (torchvision's _apply_op on
-// a PIL image, i.e. PIL's own arithmetic).
+// a PIL image, i.e. PIL's own arithmetic). The same ops serve torchvision's single random ops
+// (RandomPosterize, RandomSolarize, RandomAutocontrast, RandomEqualize, RandomAdjustSharpness,
+// RandomInvert, RandomGrayscale / Grayscale(3), RandomVerticalFlip) as the RandomApply family.
 //
 // Pixels, for given draws, equal torchvision 0.14's F.* on PIL 9.4, byte for byte (tested on
 // real photos): ShearX/Y, TranslateX/Y (F.affine) and Rotate (F.rotate) with NEAREST or BILINEAR
@@ -16,7 +18,9 @@
 //   TrivialAugmentWide  one op uniform, one magnitude bin uniform, a sign coin for signed ops;
 //   RandAugment         num_ops times: one op uniform at the fixed magnitude, a sign coin;
 //   AutoAugment         one sub-policy uniform; each of its ops applied when a uniform draw
-//                       u ≤ p, negated on a sign coin when signed.
+//                       u ≤ p, negated on a sign coin when signed;
+//   RandomApply         each entry in turn applied when a uniform draw u < p (torchvision's
+//                       `torch.rand(1) < self.p` of its Random* ops), at its magnitude.
 // (Draws come from the job's counter-based generator, not torch's: the law is torchvision's, the
 // numbers are Joader's, keyed by (seed, epoch, item) like every native op.)
 //
@@ -51,15 +55,19 @@ enum class ImageOp : uint8_t {
   kAutoContrast,
   kEqualize,
   kInvert,
+  // Not in _apply_op; for the RandomApply family: F.rgb_to_grayscale(img, 3) (PIL's "L" luma in
+  // all three channels) and F.vflip.
+  kGrayscale,
+  kVerticalFlip,
 };
-inline constexpr int kImageOpCount = 15;
+inline constexpr int kImageOpCount = 17;
 const char* image_op_name(ImageOp op);
 
 // PIL's resampling codes, as torchvision's InterpolationMode maps them.
 enum class Resample : uint8_t { kNearest = 0, kBilinear = 2 };
 
 struct AutoAugmentSpec {
-  enum Family : uint8_t { kTrivialAugmentWide, kRandAugment, kAutoAugment };
+  enum Family : uint8_t { kTrivialAugmentWide, kRandAugment, kAutoAugment, kRandomApply };
   struct Entry {
     ImageOp op = ImageOp::kIdentity;
     std::vector<double> magnitudes;  // empty: the op takes none (torchvision's 0-d tensor: 0.0)
@@ -72,6 +80,7 @@ struct AutoAugmentSpec {
   std::array<uint8_t, 3> fill{0, 0, 0};
   // TrivialAugmentWide / RandAugment: the op space (RandAugment: each op's magnitudes reduced to the
   // one at its magnitude index). AutoAugment: the sub-policies, policy_size entries each.
+  // RandomApply: the ops, each with its p and (at most one) magnitude.
   std::vector<Entry> entries;
   uint32_t policy_size = 2;
 

@@ -105,6 +105,11 @@ void blend_from(Image& img, const std::vector<uint8_t>& degenerate, double facto
   for (size_t i = 0; i < n; ++i) p[i] = blend(degenerate[i], p[i], alpha);
 }
 
+void to_grayscale(Image& img) {
+  uint8_t* p = img.rgb.data();
+  for (size_t i = 0; i < img.rgb.size(); i += 3) p[i] = p[i + 1] = p[i + 2] = luma(p + i);
+}
+
 void adjust_saturation(Image& img, double factor) {
   if (static_cast<float>(factor) == 1.0f) return;
   const size_t n = size_t{img.width} * img.height;

@@ -27,6 +27,9 @@ void adjust_contrast(Image& img, double factor);
 void adjust_saturation(Image& img, double factor);
 void adjust_hue(Image& img, double hue_factor);  // hue_factor in [-0.5, 0.5]
 
+// F.rgb_to_grayscale(img, num_output_channels=3): PIL's convert("L") luma in all three channels.
+void to_grayscale(Image& img);
+
 // Image.blend(degenerate, img, factor) into img: degenerate holds img.rgb.size() samples.
 void blend_from(Image& img, const std::vector<uint8_t>& degenerate, double factor);
 

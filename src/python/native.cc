@@ -49,8 +49,8 @@ py::array_t<uint8_t> array_of(const Image& img) {
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 // (kind, size, scale_min, scale_max, ratio_min, ratio_max, p, values), kind as
-// v1::AugmentOp::Kind, values ColorJitter's 8 bounds or an AutoAugment policy in
-// AutoAugmentSpec::encode's form (empty for the other ops).
+// v1::AugmentOp::Kind, values ColorJitter's 8 bounds or AugmentOp::params() (an AutoAugment
+// policy, a RandomCrop's padding and fill; empty for the other ops).
 using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double, std::vector<double>>;
 
 AugmentOp to_op(const OpTuple& t) {
@@ -58,15 +58,14 @@ AugmentOp to_op(const OpTuple& t) {
   int kind;
   std::vector<double> jitter;
   std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p, jitter) = t;
-  if (kind < 0 || kind > AugmentOp::kAutoAugment) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
+  if (kind < 0 || kind > AugmentOp::kRandomCrop) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
   op.kind = static_cast<AugmentOp::Kind>(kind);
   if (op.kind == AugmentOp::kColorJitter) {
     if (jitter.size() != op.jitter.size()) throw ClientError(3, "augment: ColorJitter needs 8 bounds");
     std::copy(jitter.begin(), jitter.end(), op.jitter.begin());
-  }
-  if (op.kind == AugmentOp::kAutoAugment) {
+  } else {
     try {
-      op.policy = AutoAugmentSpec::decode(jitter);
+      op.set_params(jitter);
     } catch (const PrepError& e) {
       throw ClientError(3, std::string("augment: ") + e.what());
     }
@@ -96,9 +95,7 @@ v1::AugmentOp to_proto(const AugmentOp& op) {
   m.set_ratio_max(op.ratio_max);
   m.set_p(op.p);
   for (double v : op.jitter) m.add_jitter(v);
-  if (op.kind == AugmentOp::kAutoAugment) {
-    for (double v : op.policy.encode()) m.add_params(v);
-  }
+  for (double v : op.params()) m.add_params(v);
   return m;
 }
 
@@ -462,6 +459,23 @@ PYBIND11_MODULE(_native, m) {
     for (uint32_t item = 0; item < items; ++item) {
       CounterRng rng(seed, epoch, item);
       for (const AppliedOp& a : draw_auto_augment(spec, rng)) out[item].emplace_back(int(a.op), a.magnitude);
+    }
+    return out;
+  });
+  // RandomCrop's windows (top, left in the padded image) for items 0..n-1 of (seed, epoch 0) on a
+  // width×height image: [n, 2]. `params` as AugmentOp::params().
+  m.def("testing_random_crop_draws", [](const std::vector<double>& params, uint32_t size, uint32_t width,
+                                        uint32_t height, uint64_t seed, uint32_t items) {
+    AugmentOp op;
+    op.kind = AugmentOp::kRandomCrop;
+    op.size = size;
+    op.set_params(params);
+    py::array_t<int64_t> out({py::ssize_t(items), py::ssize_t(2)});
+    auto o = out.mutable_unchecked<2>();
+    for (uint32_t item = 0; item < items; ++item) {
+      const OpDraw d = draw_augment({op}, width, height, seed, 0, item)[0];
+      o(item, 0) = d.box.top;
+      o(item, 1) = d.box.left;
     }
     return out;
   });

@@ -618,9 +618,7 @@ static std::vector<AugmentOp> augment_ops(const google::protobuf::RepeatedPtrFie
     op.ratio_max = m.ratio_max();
     op.p = m.p();
     if (m.jitter_size() == int(op.jitter.size())) std::copy(m.jitter().begin(), m.jitter().end(), op.jitter.begin());
-    if (op.kind == AugmentOp::kAutoAugment) {
-      op.policy = AutoAugmentSpec::decode(std::vector<double>(m.params().begin(), m.params().end()));
-    }
+    op.set_params(std::vector<double>(m.params().begin(), m.params().end()));
     out.push_back(op);
   }
   return out;
@@ -650,6 +648,16 @@ std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) co
   // A CenterCrop applied to the stored image itself must fit in every stored image: torchvision
   // would pad the smaller ones with zeros, which a training job hardly wants.
   const AugmentOp& first = ops.front();
+  if (first.kind == AugmentOp::kRandomCrop) {  // the same for a RandomCrop that cannot pad enough
+    const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
+    try {
+      if (smallest.width != 0) random_crop_padding(first, smallest.width, smallest.height);
+    } catch (const PrepError& e) {
+      throw EngineError(EngineError::kInvalidArgument,
+                        std::string("augment: ") + e.what() + "; that is the smallest image '" + ds.spec.name() +
+                            "' stores" + (own_size(ds.prep) ? " (item " + std::to_string(ds.smallest_item) + ")" : ""));
+    }
+  }
   if (first.kind == AugmentOp::kCenterCrop) {
     const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
     if (smallest.width != 0 && first.size > std::min(smallest.width, smallest.height)) {

@@ -57,7 +57,7 @@ def magnitudes_to_try(name):
 def test_every_op_equals_torchvisions_apply_op_byte_for_byte_on_real_photos(photos, interpolation, fill):
     code = 0 if interpolation == NEAREST else 2
     checked = 0
-    for name in IMAGE_OPS:
+    for name in IMAGE_OPS[:IMAGE_OPS.index("Grayscale")]:  # _apply_op's ops (the rest: SINGLE below)
         for magnitude in magnitudes_to_try(name):
             for n, pil in enumerate(photos):
                 expected = np.asarray(tv_autoaugment._apply_op(pil, name, magnitude, interpolation, fill))
@@ -217,3 +217,116 @@ def test_a_dataloader_applies_the_policy_natively_with_torchvisions_pixels_for_i
                     assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
                     checked += 1
     assert checked == 2 * len(plain)
+
+
+# torchvision's single random ops, natively as the RandomApply family: (transform, the functional
+# it applies with probability p).
+SINGLE = {
+    "RandomPosterize": (lambda: T.RandomPosterize(3, p=0.4), lambda img: F.posterize(img, 3)),
+    "RandomSolarize": (lambda: T.RandomSolarize(100.5, p=0.6), lambda img: F.solarize(img, 100.5)),
+    "RandomAutocontrast": (lambda: T.RandomAutocontrast(p=0.3), F.autocontrast),
+    "RandomEqualize": (lambda: T.RandomEqualize(p=0.7), F.equalize),
+    "RandomAdjustSharpness": (lambda: T.RandomAdjustSharpness(2.0, p=0.5), lambda img: F.adjust_sharpness(img, 2.0)),
+    "RandomInvert": (lambda: T.RandomInvert(p=0.2), F.invert),
+    "RandomGrayscale": (lambda: T.RandomGrayscale(p=0.35), lambda img: F.rgb_to_grayscale(img, 3)),
+    "RandomVerticalFlip": (lambda: T.RandomVerticalFlip(p=0.5), F.vflip),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_a_single_random_op_is_applied_with_probability_p_and_torchvisions_pixels(photos, name):
+    make, functional = SINGLE[name]
+    transform = make()
+    op = native_op(transform)
+    applied = sum(len(d) for d in joader_draws(op, N))
+    # Binomial two-sided test of the rate of application against p, at ALPHA.
+    assert stats.binomtest(applied, N, transform.p).pvalue > ALPHA, (applied, N, transform.p)
+    assert stats.binomtest(sum(len(d) for d in joader_draws(op, N, seed=4)), N, min(1.0, transform.p + 0.05)
+                           ).pvalue < ALPHA or transform.p > 0.9, "a rate off by 0.05 is told apart"
+    (code, magnitude), = [d[0] for d in joader_draws(op, 50) if d][:1]
+    for pil in photos:
+        ours = _native.testing_image_op(np.asarray(pil), code, magnitude, 0, (0, 0, 0))
+        assert np.array_equal(ours, np.asarray(functional(pil))), (name, pil.size)
+
+
+def test_grayscale_with_three_channels_runs_natively_and_with_one_in_python():
+    crop = T.CenterCrop(32)
+    assert plan([crop, T.Grayscale(3)]).summary() == "native: CenterCrop, Grayscale"
+    assert plan([crop, T.Grayscale(1)]).summary() == "native: CenterCrop; Python: Grayscale"
+
+
+@pytest.fixture(scope="module")
+def small_folder(tmp_path_factory):
+    """CIFAR-like: real photos stored as 24×24 and 32×32 PNGs, in two classes."""
+    root = tmp_path_factory.mktemp("small-folder")
+    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", "8",
+                    "--min", "60", "--max", "200"], check=True, capture_output=True)
+    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
+        target = root / "folder" / f"class{n % 2}"
+        target.mkdir(parents=True, exist_ok=True)
+        side = 24 if n % 3 == 0 else 32
+        F.center_crop(F.resize(Image.open(p).convert("RGB"), side), side).save(target / f"{n:02d}.png")
+    return str(root / "folder")
+
+
+@pytest.mark.parametrize("kwargs", [dict(padding=4), dict(padding=(4, 6), fill=(200, 30, 90)),
+                                    dict(padding=(1, 2, 3, 4), pad_if_needed=True)],
+                         ids=["cifar", "two_sided_fill", "four_sided_pad_if_needed"])
+def test_random_crop_gives_one_of_torchvisions_windows_at_a_uniform_position(client, small_folder, kwargs):
+    import joader.torch
+    client.add_dataset("small", source=f"imagefolder:{small_folder}")
+    transform = T.RandomCrop(32, **kwargs)
+    assert plan([transform]).summary() == "native: RandomCrop"
+    plain = torchvision.datasets.ImageFolder(small_folder)
+    positions = collections.Counter()
+    checked = 0
+    with joader.torch.DataLoader("small", batch_size=4, epochs=30, client=client, with_indices=True,
+                                 augment=[transform, T.PILToTensor()], augment_seed=5) as loader:
+        for epoch in range(30):
+            for images, _, ids in loader:
+                for image, i in zip(images, ids.tolist()):
+                    img = plain[i][0]
+                    padding = transform.padding
+                    padded = F.pad(img, padding, transform.fill) if padding is not None else img
+                    if transform.pad_if_needed and padded.size[0] < 32:
+                        padded = F.pad(padded, [32 - padded.size[0], 0], transform.fill)
+                    if transform.pad_if_needed and padded.size[1] < 32:
+                        padded = F.pad(padded, [0, 32 - padded.size[1]], transform.fill)
+                    w, h = padded.size
+                    windows = [(top, left) for top in range(h - 31) for left in range(w - 31)
+                               if torch.equal(image, F.pil_to_tensor(F.crop(padded, top, left, 32, 32)))]
+                    assert windows, (epoch, i, "not a window of torchvision's padded image")
+                    positions.update(windows)
+                    checked += 1
+    assert checked == 30 * len(plain)
+    assert len(positions) > 10, "the window moves"
+
+
+@pytest.mark.parametrize("width,height,kwargs", [(32, 32, dict(padding=4)), (20, 28, dict(padding=(1, 2, 3, 0),
+                                                 pad_if_needed=True))], ids=["cifar", "pad_if_needed"])
+def test_random_crop_windows_are_uniform_over_the_padded_image(width, height, kwargs):
+    transform = T.RandomCrop(32, **kwargs)
+    op = plan([transform]).native[0]
+    draws = _native.testing_random_crop_draws(list(op[7]), 32, width, height, 3, N)
+    img = F.pad(Image.new("RGB", (width, height)), transform.padding)
+    w, h = img.size
+    if w < 32:
+        w += 2 * (32 - w)
+    if h < 32:
+        h += 2 * (32 - h)
+    cells = collections.Counter(map(tuple, draws.tolist()))
+    assert set(cells) <= {(top, left) for top in range(h - 31) for left in range(w - 31)}
+    counts = [cells[(top, left)] for top in range(h - 31) for left in range(w - 31)]
+    assert stats.chisquare(counts).pvalue > ALPHA, "uniform over every window of the padded image"
+    shifted = [cells[(top, left)] for top in range(h - 31) for left in range(w - 31) if left > 0]
+    assert len(counts) == 1 or stats.chisquare(shifted + [0] * (len(counts) - len(shifted))).pvalue < ALPHA, \
+        "a law that never picks the first column is told apart"
+
+
+def test_a_random_crop_that_cannot_fit_the_smallest_image_is_refused_naming_it(client, small_folder):
+    import joader.torch
+    from joader import JoaderError
+    client.add_dataset("small", source=f"imagefolder:{small_folder}")
+    with pytest.raises(JoaderError, match=r"RandomCrop: size 32 is larger than the 24×24 image"):
+        with joader.torch.DataLoader("small", batch_size=4, client=client, augment=[T.RandomCrop(32)]) as loader:
+            next(iter(loader))
