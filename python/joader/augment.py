@@ -2,8 +2,8 @@
 Joader runs in C++ on each delivered item (src/prep/augment.h, torchvision's semantics and
 parameter law) and the rest, which runs per item in Python (joader.pool).
 
-Native: RandomResizedCrop (bilinear, square), RandomHorizontalFlip, Resize (an int: the shorter
-side; bilinear), CenterCrop (square), RandomCrop (square, constant padding), ColorJitter,
+Native: RandomResizedCrop (square), RandomHorizontalFlip, Resize (an int: the shorter side), both
+bilinear, bicubic or nearest, CenterCrop (square), RandomCrop (square, constant padding), ColorJitter,
 TrivialAugmentWide / RandAugment / AutoAugment (nearest or bilinear, once a crop has fixed the
 size), RandomPosterize / RandomSolarize / RandomAutocontrast / RandomEqualize /
 RandomAdjustSharpness / RandomInvert / RandomGrayscale / Grayscale(3) / RandomVerticalFlip, as
@@ -86,6 +86,13 @@ def _tensor_tail(items):
 def _interpolation(transform):
     mode = getattr(transform, "interpolation", None)
     return getattr(mode, "value", mode)
+
+
+def _resample(transform):
+    """A RandomResizedCrop's or Resize's interpolation as the op's extra values: () for bilinear,
+    (0.0,) nearest, (3.0,) bicubic (PIL's codes); None for the others (they run in Python)."""
+    return {"bilinear": (), 2: (), None: (), "nearest": (0.0,), 0: (0.0,), "bicubic": (3.0,), 3: (3.0,)}.get(
+        _interpolation(transform))
 
 
 def _square_size(size):
@@ -234,11 +241,11 @@ def _native_op(t, side=None):
     if random_apply is not None:
         return random_apply
     if name == "RandomResizedCrop":
-        side = _square_size(t.size)
-        if side is None or _interpolation(t) not in ("bilinear", 2, None):
+        side, resample = _square_size(t.size), _resample(t)
+        if side is None or resample is None:
             return None
         (s0, s1), (r0, r1) = t.scale, t.ratio
-        return (RANDOM_RESIZED_CROP, side, float(s0), float(s1), float(r0), float(r1), 0.0, ())
+        return (RANDOM_RESIZED_CROP, side, float(s0), float(s1), float(r0), float(r1), 0.0, resample)
     if name == "RandomHorizontalFlip":
         return (RANDOM_HORIZONTAL_FLIP, 0, 0.0, 0.0, 0.0, 0.0, float(t.p), ())
     if name == "ColorJitter":
@@ -249,11 +256,11 @@ def _native_op(t, side=None):
             bounds += [centre, centre] if value is None else [float(value[0]), float(value[1])]
         return (COLOR_JITTER, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(bounds))
     if name == "Resize":
-        size = t.size
+        size, resample = t.size, _resample(t)
         single = isinstance(size, int) or len(tuple(size)) == 1
-        if not single or _interpolation(t) not in ("bilinear", 2, None) or getattr(t, "max_size", None) is not None:
+        if not single or resample is None or getattr(t, "max_size", None) is not None:
             return None
-        return (RESIZE, _square_size(size), 0.0, 0.0, 0.0, 0.0, 0.0, ())
+        return (RESIZE, _square_size(size), 0.0, 0.0, 0.0, 0.0, 0.0, resample)
     if name == "CenterCrop":
         side = _square_size(t.size)
         return None if side is None else (CENTER_CROP, side, 0.0, 0.0, 0.0, 0.0, 0.0, ())

@@ -45,16 +45,33 @@ Image copy_of(const ImageView& v) {
   return out;
 }
 
-Image resize_shorter(const ImageView& img, uint32_t size) {
+// ", interpolation=bicubic" for a describe(); nothing for bilinear, the default.
+std::string interpolation_text(Interpolation interpolation) {
+  switch (interpolation) {
+    case Interpolation::kNearest: return ", interpolation=nearest";
+    case Interpolation::kBicubic: return ", interpolation=bicubic";
+    case Interpolation::kBilinear: break;
+  }
+  return "";
+}
+
+ResizeFilter filter_of(Interpolation interpolation) {
+  return interpolation == Interpolation::kBicubic ? ResizeFilter::kBicubic : ResizeFilter::kBilinear;
+}
+
+Image resize_shorter(const ImageView& img, uint32_t size, Interpolation interpolation) {
   PrepSpec spec;
   spec.raw = false;
   spec.resize = size;
   spec.crop = 1;  // unused: the window below is the whole resized image
   PrepGeometry g = prep_geometry(spec, img.width, img.height);
   g.crop_left = g.crop_top = 0;
+  g.filter = filter_of(interpolation);
+  const auto width = static_cast<uint32_t>(g.resized_width), height = static_cast<uint32_t>(g.resized_height);
+  if (interpolation == Interpolation::kNearest) return resize_nearest(copy_of(img), width, height);
   Image out;
-  out.width = static_cast<uint32_t>(g.resized_width);
-  out.height = static_cast<uint32_t>(g.resized_height);
+  out.width = width;
+  out.height = height;
   resize_window(img, g, out.width, out.height, out.rgb);
   return out;
 }
@@ -129,9 +146,9 @@ std::string AugmentOp::describe() const {
   switch (kind) {
     case kRandomResizedCrop:
       return "RandomResizedCrop(" + std::to_string(size) + ", scale=(" + number(scale_min) + ", " + number(scale_max) +
-             "), ratio=(" + number(ratio_min) + ", " + number(ratio_max) + "))";
+             "), ratio=(" + number(ratio_min) + ", " + number(ratio_max) + ")" + interpolation_text(interpolation) + ")";
     case kRandomHorizontalFlip: return "RandomHorizontalFlip(p=" + number(p) + ")";
-    case kResize: return "Resize(" + std::to_string(size) + ")";
+    case kResize: return "Resize(" + std::to_string(size) + interpolation_text(interpolation) + ")";
     case kCenterCrop: return "CenterCrop(" + std::to_string(size) + ")";
     case kColorJitter: {
       static const char* names[] = {"brightness", "contrast", "saturation", "hue"};
@@ -162,6 +179,10 @@ std::string AugmentOp::describe() const {
 
 std::vector<double> AugmentOp::params() const {
   if (kind == kAutoAugment) return policy.encode();
+  if (kind == kRandomResizedCrop || kind == kResize) {
+    return interpolation == Interpolation::kBilinear ? std::vector<double>{}
+                                                     : std::vector<double>{double(static_cast<int>(interpolation))};
+  }
   if (kind != kRandomCrop) return {};
   return {double(padding[0]), double(padding[1]), double(padding[2]), double(padding[3]), pad_if_needed ? 1.0 : 0.0,
           double(fill[0]),    double(fill[1]),    double(fill[2])};
@@ -170,6 +191,11 @@ std::vector<double> AugmentOp::params() const {
 void AugmentOp::set_params(const std::vector<double>& values) {
   if (kind == kAutoAugment) {
     policy = AutoAugmentSpec::decode(values);
+  } else if (kind == kRandomResizedCrop || kind == kResize) {
+    if (values.size() > 1 || (values.size() == 1 && values[0] != 0 && values[0] != 2 && values[0] != 3)) {
+      invalid(*this, "interpolation must be nearest (0), bilinear (2) or bicubic (3)");
+    }
+    interpolation = values.empty() ? Interpolation::kBilinear : static_cast<Interpolation>(static_cast<int>(values[0]));
   } else if (kind == kRandomCrop) {
     if (values.size() != 8) invalid(*this, "needs padding (4), pad_if_needed and a fill of 3 values");
     const auto whole = [&](double v, double hi, const char* what) {
@@ -308,7 +334,7 @@ CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp
   return box;
 }
 
-Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip) {
+Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip, Interpolation interpolation) {
   if (box.top < 0 || box.left < 0 || box.width <= 0 || box.height <= 0 || box.top + box.height > img.height ||
       box.left + box.width > img.width) {
     throw PrepError("crop box outside the image");
@@ -317,17 +343,22 @@ Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool
   // the box in place as an image of box.width × box.height.
   const ImageView cropped{img.rgb + size_t(box.top) * img.stride + size_t(box.left) * 3, uint32_t(box.width),
                           uint32_t(box.height), img.stride};
-  PrepGeometry g;
-  g.resized_width = g.resized_height = size;
   Image out;
-  out.width = out.height = size;
-  resize_window(cropped, g, size, size, out.rgb);
+  if (interpolation == Interpolation::kNearest) {
+    out = resize_nearest(copy_of(cropped), size, size);
+  } else {
+    PrepGeometry g;
+    g.resized_width = g.resized_height = size;
+    g.filter = filter_of(interpolation);
+    out.width = out.height = size;
+    resize_window(cropped, g, size, size, out.rgb);
+  }
   if (flip) flip_rows(out);
   return out;
 }
 
-Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip) {
-  return resized_crop(view_of(img), box, size, flip);
+Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip, Interpolation interpolation) {
+  return resized_crop(view_of(img), box, size, flip, interpolation);
 }
 
 std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,
@@ -391,12 +422,14 @@ Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, con
     const AugmentOp& op = ops[i];
     if (in.width == 0 || in.height == 0) throw PrepError("image has no pixels");
     switch (op.kind) {
-      case AugmentOp::kRandomResizedCrop: cur = resized_crop(in, draws[i].box, op.size, false); break;
+      case AugmentOp::kRandomResizedCrop:
+        cur = resized_crop(in, draws[i].box, op.size, false, op.interpolation);
+        break;
       case AugmentOp::kRandomHorizontalFlip:
         if (in.rgb != cur.rgb.data()) cur = copy_of(in);
         if (draws[i].flip) flip_rows(cur);
         break;
-      case AugmentOp::kResize: cur = resize_shorter(in, op.size); break;
+      case AugmentOp::kResize: cur = resize_shorter(in, op.size, op.interpolation); break;
       case AugmentOp::kCenterCrop: cur = center_crop(in, op.size); break;
       case AugmentOp::kColorJitter:
         if (in.rgb != cur.rgb.data()) cur = copy_of(in);

@@ -4,11 +4,12 @@
 //
 // Ops (applied in order, each to the output of the one before, as torchvision.transforms.Compose
 // applies them to a PIL image):
-//   RandomResizedCrop(size, scale, ratio)  parameters by torchvision's get_params law (10
-//       attempts, then the clamped central fallback); output bytes equal
-//       F.resized_crop(pil, top, left, h, w, [size, size], BILINEAR) (PIL's antialiased bilinear).
+//   RandomResizedCrop(size, scale, ratio, interpolation)  parameters by torchvision's get_params
+//       law (10 attempts, then the clamped central fallback); output bytes equal
+//       F.resized_crop(pil, top, left, h, w, [size, size], interpolation) (PIL's antialiased
+//       bilinear or bicubic, or its nearest neighbour).
 //   RandomHorizontalFlip(p)                F.hflip with probability p.
-//   Resize(S)                              shorter side to S, the longer int(S * long / short).
+//   Resize(S, interpolation)               shorter side to S, the longer int(S * long / short).
 //   CenterCrop(C)                          torchvision's offsets, zero padding when smaller.
 //   ColorJitter(brightness, contrast, saturation, hue)  ColorJitter.get_params's law (a uniform
 //       order of the four, each factor uniform in its range; a range at its centre — (1, 1),
@@ -41,6 +42,9 @@ namespace joader {
 
 inline constexpr uint32_t kMaxAugmentSize = 8192;
 
+// torchvision's InterpolationMode for RandomResizedCrop and Resize, as PIL's resampling codes.
+enum class Interpolation : uint8_t { kNearest = 0, kBilinear = 2, kBicubic = 3 };
+
 struct AugmentOp {
   enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop, kColorJitter, kAutoAugment, kRandomCrop };
   Kind kind = kCenterCrop;
@@ -48,6 +52,7 @@ struct AugmentOp {
   double scale_min = 0.08, scale_max = 1.0;       // RandomResizedCrop
   double ratio_min = 3.0 / 4, ratio_max = 4.0 / 3;
   double p = 0.5;                                 // RandomHorizontalFlip
+  Interpolation interpolation = Interpolation::kBilinear;  // RandomResizedCrop, Resize
   // ColorJitter: (min, max) of brightness, contrast, saturation and hue, in that order.
   std::array<double, 8> jitter{1, 1, 1, 1, 1, 1, 0, 0};
   AutoAugmentSpec policy;                         // AutoAugment: TrivialAugmentWide, RandAugment, AutoAugment
@@ -64,8 +69,9 @@ struct AugmentOp {
 
   // The values the protocol (AugmentOp.params) and the Python binding carry beyond the common
   // fields: an AutoAugment's policy (AutoAugmentSpec::encode), a RandomCrop's [left, top, right,
-  // bottom, pad_if_needed, fill0, fill1, fill2]; empty for the other ops. set_params throws
-  // PrepError on a malformed list.
+  // bottom, pad_if_needed, fill0, fill1, fill2], a RandomResizedCrop's or Resize's
+  // [interpolation] unless bilinear; empty for the other ops. set_params throws PrepError on a
+  // malformed list.
   std::vector<double> params() const;
   void set_params(const std::vector<double>& values);
 };
@@ -101,10 +107,13 @@ struct CropBox {
 // torchvision.transforms.RandomResizedCrop.get_params for a width×height image, drawing from rng.
 CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp& op, CounterRng& rng);
 
-// F.resized_crop(img, box, [size, size], BILINEAR) on a PIL image, then F.hflip when flip: the box
-// (inside the image) resized to size×size with PIL's antialiased bilinear filter. HWC RGB out.
-Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip);
-Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip);
+// F.resized_crop(img, box, [size, size], interpolation) on a PIL image, then F.hflip when flip: the
+// box (inside the image) resized to size×size with PIL's antialiased bilinear or bicubic filter,
+// or its nearest neighbour. HWC RGB out.
+Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip,
+                   Interpolation interpolation = Interpolation::kBilinear);
+Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool flip,
+                   Interpolation interpolation = Interpolation::kBilinear);
 
 // RandomCrop's padded image for a width×height input: its size and where the input sits in it.
 // Throws PrepError when it is still smaller than the crop.

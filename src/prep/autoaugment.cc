@@ -359,6 +359,16 @@ Image affine_pil(const Image& img, const std::array<double, 6>& a, Resample resa
   return out;
 }
 
+Image resize_nearest(const Image& img, uint32_t width, uint32_t height) {
+  Image out = filled(width, height, {0, 0, 0});
+  if (img.width == 0 || img.height == 0 || width == 0 || height == 0) return out;
+  // _resize: box (0, 0, w, h) as floats, a[0] = (box[2] - box[0]) / xsize.
+  const std::array<double, 6> a{static_cast<double>(static_cast<float>(img.width)) / width, 0, 0, 0,
+                                static_cast<double>(static_cast<float>(img.height)) / height, 0};
+  scale_affine(out, img, a);
+  return out;
+}
+
 Image rotate_pil(const Image& img, double angle, Resample resample, const Fill& fill) {
   angle = py_mod(angle, 360.0);
   if (angle == 0) return img;

@@ -117,4 +117,7 @@ Image affine_pil(const Image& img, const std::array<double, 6>& matrix, Resample
                  const std::array<uint8_t, 3>& fill);
 Image rotate_pil(const Image& img, double angle, Resample resample, const std::array<uint8_t, 3>& fill);
 
+// PIL's Image.resize((width, height), NEAREST): its scale-only affine nearest-neighbour loop.
+Image resize_nearest(const Image& img, uint32_t width, uint32_t height);
+
 }  // namespace joader

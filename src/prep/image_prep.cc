@@ -250,7 +250,7 @@ std::string not_an_image(std::span<const uint8_t> data) {
 }
 
 
-// PIL's bilinear resampling, which torchvision's Resize applies to PIL images
+// PIL's bilinear (and bicubic) resampling, which torchvision's Resize applies to PIL images
 // (Image.resize(size, BILINEAR), libImaging/Resample.c): a triangle filter widened by the scale
 // when shrinking (antialiasing), weights normalised per output pixel and rounded to fixed point
 // with 22 fraction bits, a horizontal pass into uint8 rows, then a vertical pass. Reproduced
@@ -264,11 +264,23 @@ struct Coefficients {
   std::vector<int32_t> weights;   // ksize per output position
 };
 
-// Coefficients of output positions [out0, out0 + n) of an in_size -> out_size resize.
-Coefficients bilinear_coefficients(int64_t in_size, int64_t out_size, int64_t out0, int64_t n) {
+// PIL's filters: the triangle, and the cubic convolution with a = -0.5.
+double filter_weight(ResizeFilter filter, double x) {
+  if (x < 0.0) x = -x;
+  if (filter == ResizeFilter::kBilinear) return x < 1.0 ? 1.0 - x : 0.0;
+  constexpr double a = -0.5;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+// Coefficients of output positions [out0, out0 + n) of an in_size -> out_size resize
+// (precompute_coeffs and normalize_coeffs_8bpc).
+Coefficients resize_coefficients(ResizeFilter filter, int64_t in_size, int64_t out_size, int64_t out0, int64_t n) {
   const double scale = static_cast<double>(static_cast<float>(in_size)) / static_cast<double>(out_size);
   const double filterscale = std::max(1.0, scale);
-  const double support = 1.0 * filterscale;
+  const double support = (filter == ResizeFilter::kBilinear ? 1.0 : 2.0) * filterscale;
+  const double ss = 1.0 / filterscale;
   Coefficients c;
   c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
   c.first.resize(n);
@@ -284,8 +296,7 @@ Coefficients bilinear_coefficients(int64_t in_size, int64_t out_size, int64_t ou
     xmax -= xmin;
     double total = 0;
     for (int x = 0; x < xmax; ++x) {
-      const double t = std::fabs((x + xmin - center + 0.5) / filterscale);
-      w[x] = t < 1.0 ? 1.0 - t : 0.0;
+      w[x] = filter_weight(filter, (x + xmin - center + 0.5) * ss);
       total += w[x];
     }
     for (int x = 0; x < xmax; ++x) {
@@ -315,9 +326,9 @@ std::pair<int64_t, int64_t> inside(int64_t offset, int64_t size, int64_t resized
 }
 
 // The input span [first, last) that output positions [out0, out1) of an in -> out resize read.
-std::pair<uint32_t, uint32_t> input_span(int64_t in, int64_t out, int64_t out0, int64_t out1) {
-  const Coefficients a = bilinear_coefficients(in, out, out0, 1);
-  const Coefficients b = bilinear_coefficients(in, out, out1 - 1, 1);
+std::pair<uint32_t, uint32_t> input_span(ResizeFilter filter, int64_t in, int64_t out, int64_t out0, int64_t out1) {
+  const Coefficients a = resize_coefficients(filter, in, out, out0, 1);
+  const Coefficients b = resize_coefficients(filter, in, out, out1 - 1, 1);
   return {static_cast<uint32_t>(a.first[0]), static_cast<uint32_t>(b.first[0] + b.count[0])};
 }
 
@@ -452,8 +463,8 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
   if (padded) std::memset(out.data(), 0, out.size());
   if (ox1 <= ox0 || oy1 <= oy0) return;
   const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
-  const Coefficients h = bilinear_coefficients(img.width, W, ox0, nx);
-  const Coefficients v = bilinear_coefficients(img.height, H, oy0, ny);
+  const Coefficients h = resize_coefficients(g.filter, img.width, W, ox0, nx);
+  const Coefficients v = resize_coefficients(g.filter, img.height, H, oy0, ny);
   const int row_first = v.first[0];
   const int row_last = v.first[ny - 1] + v.count[ny - 1];
   // Horizontal pass over the input rows the window needs.
@@ -477,8 +488,8 @@ PixelRect window_source(uint32_t width, uint32_t height, const PrepGeometry& g, 
   const auto [ox0, ox1] = inside(g.crop_left, crop_w, static_cast<int64_t>(g.resized_width));
   const auto [oy0, oy1] = inside(g.crop_top, crop_h, static_cast<int64_t>(g.resized_height));
   if (ox1 <= ox0 || oy1 <= oy0) return {};
-  const auto [left, right] = input_span(width, static_cast<int64_t>(g.resized_width), ox0, ox1);
-  const auto [top, bottom] = input_span(height, static_cast<int64_t>(g.resized_height), oy0, oy1);
+  const auto [left, right] = input_span(g.filter, width, static_cast<int64_t>(g.resized_width), ox0, ox1);
+  const auto [top, bottom] = input_span(g.filter, height, static_cast<int64_t>(g.resized_height), oy0, oy1);
   return {left, top, right, bottom};
 }
 

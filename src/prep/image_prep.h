@@ -91,9 +91,13 @@ Image decode_image(std::span<const uint8_t> encoded, uint64_t max_pixels);
 // resized image, round((D - C) / 2.0) with Python's ties-to-even round. A negative offset means
 // the resized image is smaller than C in that dimension: CenterCrop then pads with zeros,
 // (C - D) // 2 before and the rest after, so the offset is -((C - D) // 2).
+// PIL's resampling filters for Image.resize (Resample.c), as resize_window applies them.
+enum class ResizeFilter : uint8_t { kBilinear, kBicubic };
+
 struct PrepGeometry {
   uint64_t resized_width = 0, resized_height = 0;
   int64_t crop_left = 0, crop_top = 0;
+  ResizeFilter filter = ResizeFilter::kBilinear;  // datasets: bilinear; augmentation: the op's
 };
 PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height);
 
@@ -101,8 +105,9 @@ PrepGeometry prep_geometry(const PrepSpec& spec, uint32_t width, uint32_t height
 // crop_left/crop_top (negative: zero padding).
 int64_t center_offset(uint64_t d, uint64_t c);
 
-// img resized to g.resized_width×g.resized_height with PIL's antialiased bilinear filter (in its
-// fixed-point arithmetic, computed only for the window), then the crop_w×crop_h window whose
+// img resized to g.resized_width×g.resized_height with PIL's antialiased bilinear (or bicubic:
+// g.filter) filter (in its fixed-point arithmetic, computed only for the window), then the
+// crop_w×crop_h window whose
 // top-left corner is (g.crop_left, g.crop_top) written to out as HWC RGB, zeros where the window
 // lies outside the resized image.
 void resize_window(const Image& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, std::vector<uint8_t>& out);

@@ -415,10 +415,16 @@ PYBIND11_MODULE(_native, m) {
 
   // For the exactness tests of per-job augmentation (tests/python/test_augment.py): the C++ ops
   // on a given image and box, and the parameters they draw, without a daemon.
-  m.def("testing_resized_crop",
-        [](const HwcArray& hwc, int64_t top, int64_t left, int64_t height, int64_t width, uint32_t size, bool flip) {
-          return array_of(resized_crop(image_of(hwc), CropBox{top, left, height, width}, size, flip));
-        });
+  m.def(
+      "testing_resized_crop",
+      [](const HwcArray& hwc, int64_t top, int64_t left, int64_t height, int64_t width, uint32_t size, bool flip,
+         int interpolation) {
+        if (interpolation != 0 && interpolation != 2 && interpolation != 3) throw std::invalid_argument("interpolation");
+        return array_of(resized_crop(image_of(hwc), CropBox{top, left, height, width}, size, flip,
+                                     static_cast<Interpolation>(interpolation)));
+      },
+      py::arg("hwc"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"), py::arg("size"),
+      py::arg("flip"), py::arg("interpolation") = 2);
   // One colour adjustment of prep/color.h ("brightness", "contrast", "saturation", "hue").
   m.def("testing_adjust", [](const HwcArray& hwc, const std::string& which, double factor) {
     Image img = image_of(hwc);

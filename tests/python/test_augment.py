@@ -33,14 +33,16 @@ def photos(tmp_path_factory):
     return [Image.open(p).convert("RGB") for p in paths]
 
 
-def torchvision_crop(pil, box, size, flip):
-    out = F.resized_crop(pil, *box, [size, size], T.InterpolationMode.BILINEAR)
+def torchvision_crop(pil, box, size, flip, interpolation=T.InterpolationMode.BILINEAR):
+    out = F.resized_crop(pil, *box, [size, size], interpolation)
     if flip:
         out = F.hflip(out)
     return F.pil_to_tensor(out).permute(1, 2, 0).numpy()
 
 
-def test_resized_crops_equal_torchvisions_bytes_on_real_photos(photos):
+@pytest.mark.parametrize("interpolation,code", [(T.InterpolationMode.BILINEAR, 2), (T.InterpolationMode.BICUBIC, 3),
+                                                (T.InterpolationMode.NEAREST, 0)], ids=["bilinear", "bicubic", "nearest"])
+def test_resized_crops_equal_torchvisions_bytes_on_real_photos(photos, interpolation, code):
     torch.manual_seed(0)
     checked = 0
     for n, pil in enumerate(photos):
@@ -51,8 +53,9 @@ def test_resized_crops_equal_torchvisions_bytes_on_real_photos(photos):
         for k, box in enumerate(boxes):
             for size in (224, 17):  # mostly an enlargement, and a reduction with a wide filter
                 flip = (n + k + size) % 2 == 1
-                ours = _native.testing_resized_crop(array, *box, size, flip)
-                assert np.array_equal(ours, torchvision_crop(pil, box, size, flip)), (n, pil.size, box, size, flip)
+                ours = _native.testing_resized_crop(array, *box, size, flip, code)
+                expected = torchvision_crop(pil, box, size, flip, interpolation)
+                assert np.array_equal(ours, expected), (n, pil.size, box, size, flip)
                 checked += 1
     assert checked == 12 * len(photos) and len(photos) == 29
 
@@ -151,6 +154,24 @@ def test_a_pipeline_ending_in_tensors_gives_the_batch_stacking_torchvisions_outp
             assert label == expected_label and torch.equal(image, expected), (i, (image - expected).abs().max())
             checked += 1
     assert checked == len(reference) > 0
+
+
+@pytest.mark.parametrize("interpolation", [T.InterpolationMode.BICUBIC, T.InterpolationMode.NEAREST],
+                         ids=["bicubic", "nearest"])
+def test_a_resize_with_another_interpolation_runs_natively_with_torchvisions_bytes(client, photo_folder, interpolation):
+    import torchvision
+    import joader.torch
+    from joader.augment import plan
+    pipeline = T.Compose([T.Resize(40, interpolation=interpolation), T.CenterCrop(32), T.PILToTensor()])
+    assert plan(pipeline).summary() == "native: Resize, CenterCrop, tensor tail"
+    reference = torchvision.datasets.ImageFolder(photo_folder, transform=pipeline)
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    with joader.torch.DataLoader("photos", batch_size=4, epochs=1, client=client, with_indices=True,
+                                 augment=pipeline) as loader:
+        got = {i: image for images, _, ids in loader for image, i in zip(images, ids.tolist())}
+    assert sorted(got) == list(range(len(reference)))
+    for i, image in got.items():
+        assert torch.equal(image, reference[i][0]), i
 
 
 def test_a_tensor_tail_out_of_place_or_doubled_is_refused_naming_it(client, photo_folder):

@@ -80,8 +80,8 @@ EXACT = {
     "augmix": lambda: [T.AugMix(), T.PILToTensor()],
     # ColorJitter after a user's class: Python too (native ops are a prefix).
     "own_class_colorjitter": lambda: [AddNoise(), T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.ToTensor()],
-    "bicubic_resize": lambda: [T.RandomResizedCrop(40, interpolation=T.InterpolationMode.BICUBIC),
-                               T.RandomGrayscale(0.5), T.ToTensor(), T.Normalize(MEAN, STD)],
+    "own_class_bicubic_resize": lambda: [AddNoise(), T.RandomResizedCrop(40, interpolation=T.InterpolationMode.BICUBIC),
+                                         T.RandomGrayscale(0.5), T.ToTensor(), T.Normalize(MEAN, STD)],
 }
 
 
