@@ -21,7 +21,7 @@ def main():
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0)
-    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm"], default="eval")
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm", "user"], default="eval")
     ap.add_argument("--workers", type=int, default=1, help="recipe: processes of the job's Python pool")
     ap.add_argument("--barrier", action="store_true", help="print 'ready', wait for a line on stdin, then start")
     args = ap.parse_args()
@@ -37,6 +37,8 @@ def main():
         augment = timed.recipe()
     elif args.pipeline == "timm":  # all native
         augment = timed.timm_recipe()
+    elif args.pipeline == "user":  # the user's AddNoise in the pool of --workers processes
+        augment = timed.user_recipe()
     loader = DataLoader("e2e", batch_size=args.batch_size, indices=ids, epochs=args.epochs, client=client,
                         augment=augment, augment_threads=1, num_workers=args.workers)
     timed.run(loader, args.epochs, args.sleep_ms, args.barrier)

@@ -18,7 +18,7 @@ def main():
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--subset-seed", type=int, default=0)
     ap.add_argument("--sleep-ms", type=float, default=0.0, help="simulated training time per batch")
-    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm"], default="eval")
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm", "user"], default="eval")
     ap.add_argument("--prefetch-factor", type=int, default=2, help="batches each worker prepares ahead")
     ap.add_argument("--barrier", action="store_true", help="print 'ready', wait for a line on stdin, then start")
     args = ap.parse_args()
@@ -27,6 +27,8 @@ def main():
         tf = timed.recipe()
     elif args.pipeline == "timm":
         tf = timed.timm_recipe()
+    elif args.pipeline == "user":
+        tf = timed.user_recipe()
     elif args.pipeline == "train":
         tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
                                  transforms.PILToTensor()])

@@ -57,7 +57,7 @@ def make_data(build, root, images, kind="synthetic"):
 def scenarios(epoch_seconds, pipeline="eval"):
     """name -> list of job specs (share, subset seed, start delay s, sleep ms per batch)."""
     same = lambda k: [dict(share=1.0, seed=0, start=0.0, sleep=0.0) for _ in range(k)]
-    if pipeline in ("train", "recipe", "timm"):
+    if pipeline in ("train", "recipe", "timm", "user"):
         return {"a: k=1": same(1), "b: k=2 identical": same(2), "b: k=4 identical": same(4)}
     return {
         "a: k=1": same(1),
@@ -173,12 +173,14 @@ def main():
     ap.add_argument("--plot-only", action="store_true", help="redraw the plot from OUT/e2e_results.json")
     ap.add_argument("--epochs", type=int, default=1,
                     help="epochs per job; with 2 or more, first-epoch and steady-state images/s are reported apart")
-    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm"], default="eval",
+    ap.add_argument("--pipeline", choices=["eval", "train", "recipe", "timm", "user"], default="eval",
                     help="eval: Resize(256) + CenterCrop(224), shared whole; train: RandomResizedCrop(224) + "
                          "RandomHorizontalFlip(), decode shared, augmentation per job (results in e2e_train_*); "
                          "recipe: torchvision's ta_wide + RandomErasing(0.1) reference recipe, float32 "
                          "(e2e_recipe_*); timm: timm's default RandomResizedCrop + flip + ColorJitter(0.4) + "
-                         "ToTensor + Normalize (e2e_timm_*)")
+                         "ToTensor + Normalize (e2e_timm_*); user: crop + flip + a user's own transform "
+                         "(bench/e2e/timed.py AddNoise, in Joader's Python pool) + ToTensor + Normalize "
+                         "(e2e_user_*)")
     ap.add_argument("--data", choices=["synthetic", "photos"], default="synthetic",
                     help="synthetic 500x375 JPEGs, or crops of real photographs (results in e2e_photos_*)")
     ap.add_argument("--scenarios", metavar="LETTERS",
@@ -189,7 +191,8 @@ def main():
     ap.add_argument("--cache-size", default="512MiB", help="the daemon's --cache-size (default %(default)s)")
     args = ap.parse_args()
     CACHE_SIZE = args.cache_size
-    stem = {"eval": "e2e", "train": "e2e_train", "recipe": "e2e_recipe", "timm": "e2e_timm"}[args.pipeline] + (
+    stem = {"eval": "e2e", "train": "e2e_train", "recipe": "e2e_recipe", "timm": "e2e_timm",
+            "user": "e2e_user"}[args.pipeline] + (
         "_photos" if args.data == "photos" else "")
     if args.plot_only:
         with open(os.path.join(args.out, f"{stem}_results.json")) as f:
@@ -313,7 +316,8 @@ def plot(rows, path, pipeline="eval"):
     what = {"eval": "Resize(256) -> CenterCrop(224)",
             "train": "RandomResizedCrop(224) -> RandomHorizontalFlip()\n(decode shared, crops per job)",
             "recipe": "ta_wide + RandomErasing(0.1) recipe, float32\n(decode shared, augmentation per job)",
-            "timm": "timm's RRC + flip + ColorJitter(0.4) + Normalize, float32\n(decode shared, augmentation per job)"}[
+            "timm": "timm's RRC + flip + ColorJitter(0.4) + Normalize, float32\n(decode shared, augmentation per job)",
+            "user": "RRC + flip + a user's own transform (Joader: in its Python pool) + Normalize, float32"}[
         pipeline]
     fig.suptitle(f"2 vCPUs, 500x375 JPEGs -> {what}; medians of paired runs", fontsize=10)
     fig.tight_layout()

@@ -26,6 +26,24 @@ def timm_recipe():
                       T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
 
 
+class AddNoise:
+    """A user's own transform (a class with __call__(img) on a PIL image, numpy's global generator):
+    what no loader has a native twin for, so Joader runs it in the job's Python pool."""
+
+    def __call__(self, img):
+        from PIL import Image
+        a = np.asarray(img).astype(np.int16) + np.random.randint(-20, 21, size=(1, 1, 3))
+        return Image.fromarray(a.clip(0, 255).astype(np.uint8))
+
+
+def user_recipe():
+    """RandomResizedCrop(224), RandomHorizontalFlip(), a user's own AddNoise, ToTensor(), Normalize:
+    the `user` pipeline (Joader: crop and flip native, AddNoise in the pool, the tail fused)."""
+    from torchvision import transforms as T
+    return T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), AddNoise(), T.ToTensor(),
+                      T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+
+
 def subset(n, share, seed):
     """The job's item ids: a seeded random `share` of 0..n-1 (None: all), the same on both sides."""
     return None if share >= 1.0 else np.random.default_rng(seed).permutation(n)[: int(n * share)]
