@@ -6,8 +6,9 @@ Native: RandomResizedCrop (square), RandomHorizontalFlip, Resize (an int: the sh
 bilinear, bicubic or nearest, CenterCrop (square), RandomCrop (square, constant padding), ColorJitter,
 TrivialAugmentWide / RandAugment / AutoAugment (nearest or bilinear, once a crop has fixed the
 size), RandomPosterize / RandomSolarize / RandomAutocontrast / RandomEqualize /
-RandomAdjustSharpness / RandomInvert / RandomGrayscale / Grayscale(3) / RandomVerticalFlip, as
-the longest prefix that ends in one size;
+RandomAdjustSharpness / RandomInvert / RandomGrayscale / Grayscale(3) / RandomVerticalFlip,
+RandomAffine and RandomRotation (nearest or bilinear, without expand), as the longest prefix
+that ends in one size;
 in joader.torch.DataLoader a pipeline's final ToTensor / PILToTensor (+ ConvertImageDtype) /
 Normalize (+ RandomErasing) is fused into the batch's write (_tensor_tail). Everything else runs
 in Python, exactly as torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
@@ -19,7 +20,8 @@ from dataclasses import dataclass, field
 from . import _native
 from .client import INVALID_ARGUMENT, error
 
-RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT, RANDOM_CROP = range(7)
+(RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT, RANDOM_CROP,
+ RANDOM_AFFINE) = range(8)
 
 # torchvision's _apply_op names, then two more single ops, as prep/autoaugment.h's ImageOp codes.
 IMAGE_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast",
@@ -198,6 +200,39 @@ def _random_apply_op(t):
     return (AUTO_AUGMENT, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in params))
 
 
+def _random_affine_op(t):
+    """RandomAffine, or RandomRotation without expand, with nearest or bilinear resampling, as the
+    RANDOM_AFFINE op tuple (AugmentOp::params' 21 values); None otherwise."""
+    name = type(t).__name__
+    interpolation = _interpolation(t)
+    fill = _fill(t.fill)
+    if interpolation not in ("nearest", "bilinear", 0, 2) or fill is None:
+        return None
+    degrees = [float(d) for d in t.degrees]
+    center = None if t.center is None else [float(c) for c in t.center]
+    if len(degrees) != 2 or (center is not None and len(center) != 2):
+        return None
+    translate = scale = None
+    shear = []
+    if name == "RandomRotation":
+        if t.expand:
+            return None
+    else:
+        translate = None if t.translate is None else [float(v) for v in t.translate]
+        scale = None if t.scale is None else [float(v) for v in t.scale]
+        shear = [] if t.shear is None else [float(v) for v in t.shear]
+        if (translate is not None and len(translate) != 2) or (scale is not None and len(scale) != 2) \
+                or len(shear) not in (0, 2, 4):
+            return None
+    values = [1.0 if name == "RandomRotation" else 0.0, *degrees,
+              0.0 if translate is None else 1.0, *(translate or (0.0, 0.0)),
+              0.0 if scale is None else 1.0, *(scale or (1.0, 1.0)),
+              float(len(shear)), *(shear + [0.0] * (4 - len(shear))),
+              0.0 if interpolation in ("nearest", 0) else 2.0, *map(float, fill),
+              0.0 if center is None else 1.0, *(center or (0.0, 0.0))]
+    return (RANDOM_AFFINE, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(values))
+
+
 def _random_crop_op(t):
     """RandomCrop(size, padding, pad_if_needed, fill, padding_mode="constant") with a square size
     as the RANDOM_CROP op tuple; None otherwise."""
@@ -235,6 +270,8 @@ def _native_op(t, side=None):
             return _auto_augment_op(t, side)
         if name == "RandomCrop":
             return _random_crop_op(t)
+        if name in ("RandomAffine", "RandomRotation"):
+            return _random_affine_op(t)
         random_apply = _random_apply_op(t)
     except (AttributeError, TypeError, ValueError):
         return None

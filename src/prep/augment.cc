@@ -24,9 +24,10 @@ std::string number(double v) {
 }
 
 [[noreturn]] void invalid(const AugmentOp& op, const std::string& what) {
-  static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize", "CenterCrop", "ColorJitter",
-                                "AutoAugment",       "RandomCrop"};
-  throw PrepError(std::string(names[op.kind]) + ": " + what);
+  static const char* names[] = {"RandomResizedCrop", "RandomHorizontalFlip", "Resize",       "CenterCrop",
+                                "ColorJitter",       "AutoAugment",          "RandomCrop",   "RandomAffine"};
+  const char* name = op.kind == AugmentOp::kRandomAffine && op.affine.rotation ? "RandomRotation" : names[op.kind];
+  throw PrepError(std::string(name) + ": " + what);
 }
 
 // Python's round() of a non-negative double: to nearest, ties to even (the default FP mode).
@@ -161,6 +162,24 @@ std::string AugmentOp::describe() const {
       return "ColorJitter(" + text + ")";
     }
     case kAutoAugment: return policy.describe();
+    case kRandomAffine: {
+      const Affine& a = affine;
+      std::string text = std::string(a.rotation ? "RandomRotation" : "RandomAffine") + "(degrees=(" +
+                         number(a.degrees_min) + ", " + number(a.degrees_max) + ")";
+      if (a.has_translate) text += ", translate=(" + number(a.translate_x) + ", " + number(a.translate_y) + ")";
+      if (a.has_scale) text += ", scale=(" + number(a.scale_min) + ", " + number(a.scale_max) + ")";
+      if (a.shear_count > 0) {
+        text += ", shear=(";
+        for (int k = 0; k < a.shear_count; ++k) text += (k ? ", " : "") + number(a.shear[k]);
+        text += ")";
+      }
+      if (a.interpolation == Resample::kBilinear) text += ", interpolation=bilinear";
+      if (fill != std::array<uint8_t, 3>{0, 0, 0}) {
+        text += ", fill=(" + std::to_string(fill[0]) + ", " + std::to_string(fill[1]) + ", " + std::to_string(fill[2]) + ")";
+      }
+      if (a.has_center) text += ", center=(" + number(a.center_x) + ", " + number(a.center_y) + ")";
+      return text + ")";
+    }
     case kRandomCrop: {
       std::string text = "RandomCrop(" + std::to_string(size);
       if (padding != std::array<uint32_t, 4>{0, 0, 0, 0}) {
@@ -183,6 +202,30 @@ std::vector<double> AugmentOp::params() const {
     return interpolation == Interpolation::kBilinear ? std::vector<double>{}
                                                      : std::vector<double>{double(static_cast<int>(interpolation))};
   }
+  if (kind == kRandomAffine) {
+    const Affine& a = affine;
+    return {a.rotation ? 1.0 : 0.0,
+            a.degrees_min,
+            a.degrees_max,
+            a.has_translate ? 1.0 : 0.0,
+            a.translate_x,
+            a.translate_y,
+            a.has_scale ? 1.0 : 0.0,
+            a.scale_min,
+            a.scale_max,
+            double(a.shear_count),
+            a.shear[0],
+            a.shear[1],
+            a.shear[2],
+            a.shear[3],
+            double(static_cast<int>(a.interpolation)),
+            double(fill[0]),
+            double(fill[1]),
+            double(fill[2]),
+            a.has_center ? 1.0 : 0.0,
+            a.center_x,
+            a.center_y};
+  }
   if (kind != kRandomCrop) return {};
   return {double(padding[0]), double(padding[1]), double(padding[2]), double(padding[3]), pad_if_needed ? 1.0 : 0.0,
           double(fill[0]),    double(fill[1]),    double(fill[2])};
@@ -196,6 +239,37 @@ void AugmentOp::set_params(const std::vector<double>& values) {
       invalid(*this, "interpolation must be nearest (0), bilinear (2) or bicubic (3)");
     }
     interpolation = values.empty() ? Interpolation::kBilinear : static_cast<Interpolation>(static_cast<int>(values[0]));
+  } else if (kind == kRandomAffine) {
+    if (values.size() != 21) invalid(*this, "needs 21 values (AugmentOp::params)");
+    for (double v : values) {
+      if (!std::isfinite(v)) invalid(*this, "values must be finite");
+    }
+    const auto flag = [&](double v) {
+      if (v != 0 && v != 1) invalid(*this, "a flag must be 0 or 1");
+      return v == 1;
+    };
+    Affine& a = affine;
+    a.rotation = flag(values[0]);
+    a.degrees_min = values[1];
+    a.degrees_max = values[2];
+    a.has_translate = flag(values[3]);
+    a.translate_x = values[4];
+    a.translate_y = values[5];
+    a.has_scale = flag(values[6]);
+    a.scale_min = values[7];
+    a.scale_max = values[8];
+    if (values[9] != 0 && values[9] != 2 && values[9] != 4) invalid(*this, "shear takes 0, 2 or 4 values");
+    a.shear_count = static_cast<int>(values[9]);
+    for (int k = 0; k < 4; ++k) a.shear[k] = values[10 + k];
+    if (values[14] != 0 && values[14] != 2) invalid(*this, "interpolation must be nearest or bilinear");
+    a.interpolation = static_cast<Resample>(static_cast<int>(values[14]));
+    for (int k = 0; k < 3; ++k) {
+      if (!(values[15 + k] >= 0 && values[15 + k] <= 255)) invalid(*this, "fill out of range");
+      fill[k] = static_cast<uint8_t>(values[15 + k]);
+    }
+    a.has_center = flag(values[18]);
+    a.center_x = values[19];
+    a.center_y = values[20];
   } else if (kind == kRandomCrop) {
     if (values.size() != 8) invalid(*this, "needs padding (4), pad_if_needed and a fill of 3 values");
     const auto whole = [&](double v, double hi, const char* what) {
@@ -244,6 +318,25 @@ void validate_pipeline(const std::vector<AugmentOp>& ops) {
     }
     if (op.kind == AugmentOp::kAutoAugment) {
       op.policy.validate();
+      continue;
+    }
+    if (op.kind == AugmentOp::kRandomAffine) {
+      const AugmentOp::Affine& a = op.affine;
+      const auto range = [&](double lo, double hi, const char* what) {
+        if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi) || std::fabs(lo) > 1e6 || std::fabs(hi) > 1e6) {
+          invalid(op, std::string(what) + " (" + number(lo) + ", " + number(hi) + ") must be a range");
+        }
+      };
+      range(a.degrees_min, a.degrees_max, "degrees");
+      if (a.has_translate && !(a.translate_x >= 0 && a.translate_x <= 1 && a.translate_y >= 0 && a.translate_y <= 1)) {
+        invalid(op, "translate values must be fractions in [0, 1]");
+      }
+      if (a.has_scale) {
+        range(a.scale_min, a.scale_max, "scale");
+        if (!(a.scale_min > 0)) invalid(op, "scale values must be positive");
+      }
+      for (int k = 0; k < a.shear_count; k += 2) range(a.shear[k], a.shear[k + 1], "shear");
+      if (a.has_center && (std::fabs(a.center_x) > 1e6 || std::fabs(a.center_y) > 1e6)) invalid(op, "center out of range");
       continue;
     }
     if (op.kind == AugmentOp::kRandomCrop) {
@@ -400,6 +493,26 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
         break;
       }
       case AugmentOp::kAutoAugment: draws[i].applied = draw_auto_augment(op.policy, rng); break;
+      case AugmentOp::kRandomAffine: {
+        // RandomAffine.get_params / RandomRotation.get_params, in their order.
+        const AugmentOp::Affine& a = op.affine;
+        AffineParams& p = draws[i].affine;
+        p.angle = rng.uniform(a.degrees_min, a.degrees_max);
+        if (!a.rotation) {
+          if (a.has_translate) {
+            const double max_dx = a.translate_x * width, max_dy = a.translate_y * height;
+            p.translate_x = std::nearbyint(rng.uniform(-max_dx, max_dx));  // int(round(...)): ties to even
+            p.translate_y = std::nearbyint(rng.uniform(-max_dy, max_dy));
+          }
+          if (a.has_scale) p.scale = rng.uniform(a.scale_min, a.scale_max);
+          if (a.shear_count >= 2) p.shear_x = rng.uniform(a.shear[0], a.shear[1]);
+          if (a.shear_count == 4) p.shear_y = rng.uniform(a.shear[2], a.shear[3]);
+        }
+        p.has_center = a.has_center;
+        p.center_x = a.center_x;
+        p.center_y = a.center_y;
+        break;
+      }
       case AugmentOp::kRandomCrop: {
         const RandomCropPadding pad = random_crop_padding(op, width, height);
         draws[i].box = CropBox{0, 0, op.size, op.size};
@@ -436,6 +549,17 @@ Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, con
         color_jitter(cur, op, draws[i]);
         break;
       case AugmentOp::kRandomCrop: cur = random_crop(in, op, draws[i].box); break;
+      case AugmentOp::kRandomAffine: {
+        if (in.rgb != cur.rgb.data()) cur = copy_of(in);
+        const AffineParams& p = draws[i].affine;
+        if (op.affine.rotation) {
+          const double center[2] = {p.center_x, p.center_y};
+          cur = rotate_pil(cur, p.angle, op.affine.interpolation, op.fill, p.has_center ? center : nullptr);
+        } else {
+          cur = affine_transform(cur, p, op.affine.interpolation, op.fill);
+        }
+        break;
+      }
       case AugmentOp::kAutoAugment:
         if (in.rgb != cur.rgb.data()) cur = copy_of(in);
         for (const AppliedOp& a : draws[i].applied) {

@@ -18,6 +18,10 @@
 //   AutoAugment(policy)                    TrivialAugmentWide, RandAugment or AutoAugment with
 //       their laws and PIL's pixels (prep/autoaugment.h); also torchvision's single random ops
 //       (RandomPosterize, RandomGrayscale, RandomVerticalFlip, ...) as its RandomApply family.
+//   RandomAffine(degrees, translate, scale, shear, interpolation, fill, center) and
+//       RandomRotation(degrees, interpolation, expand=False, center, fill): get_params's law (the
+//       angle, scale and shears uniform, the translations round(uniform(±fraction × size))), then
+//       F.affine / F.rotate on the PIL image (prep/autoaugment.h: PIL's pixels).
 //   RandomCrop(size, padding, pad_if_needed, fill)  torchvision's: F.pad with the constant fill
 //       (padding, then pad_if_needed's padding of both sides by the missing width / height), then
 //       a size×size window at a uniform position (get_params); an image still smaller than size
@@ -46,7 +50,16 @@ inline constexpr uint32_t kMaxAugmentSize = 8192;
 enum class Interpolation : uint8_t { kNearest = 0, kBilinear = 2, kBicubic = 3 };
 
 struct AugmentOp {
-  enum Kind { kRandomResizedCrop, kRandomHorizontalFlip, kResize, kCenterCrop, kColorJitter, kAutoAugment, kRandomCrop };
+  enum Kind {
+    kRandomResizedCrop,
+    kRandomHorizontalFlip,
+    kResize,
+    kCenterCrop,
+    kColorJitter,
+    kAutoAugment,
+    kRandomCrop,
+    kRandomAffine,
+  };
   Kind kind = kCenterCrop;
   uint32_t size = 0;                              // RandomResizedCrop, Resize, CenterCrop, RandomCrop
   double scale_min = 0.08, scale_max = 1.0;       // RandomResizedCrop
@@ -59,7 +72,21 @@ struct AugmentOp {
   // RandomCrop: padding (left, top, right, bottom), pad_if_needed, the constant fill.
   std::array<uint32_t, 4> padding{0, 0, 0, 0};
   bool pad_if_needed = false;
-  std::array<uint8_t, 3> fill{0, 0, 0};
+  std::array<uint8_t, 3> fill{0, 0, 0};                   // RandomCrop, RandomAffine
+  // RandomAffine (and RandomRotation, as `rotation`): torchvision's ranges, as given.
+  struct Affine {
+    bool rotation = false;  // RandomRotation: F.rotate (PIL's rotate); else F.affine
+    double degrees_min = 0, degrees_max = 0;
+    bool has_translate = false;
+    double translate_x = 0, translate_y = 0;  // fractions of the width and height
+    bool has_scale = false;
+    double scale_min = 1, scale_max = 1;
+    int shear_count = 0;  // 0, 2 (x) or 4 (x then y)
+    std::array<double, 4> shear{0, 0, 0, 0};
+    Resample interpolation = Resample::kNearest;
+    bool has_center = false;
+    double center_x = 0, center_y = 0;
+  } affine;
 
   // Whether ColorJitter adjusts property k (0 brightness ... 3 hue): its range is not the centre.
   bool jitters(int k) const;
@@ -70,7 +97,9 @@ struct AugmentOp {
   // The values the protocol (AugmentOp.params) and the Python binding carry beyond the common
   // fields: an AutoAugment's policy (AutoAugmentSpec::encode), a RandomCrop's [left, top, right,
   // bottom, pad_if_needed, fill0, fill1, fill2], a RandomResizedCrop's or Resize's
-  // [interpolation] unless bilinear; empty for the other ops. set_params throws PrepError on a
+  // [interpolation] unless bilinear, a RandomAffine's [rotation, degrees min, max, has_translate,
+  // translate x, y, has_scale, scale min, max, shear count, shear x4, interpolation, fill x3,
+  // has_center, center x, y]; empty for the other ops. set_params throws PrepError on a
   // malformed list.
   std::vector<double> params() const;
   void set_params(const std::vector<double>& values);
@@ -134,6 +163,7 @@ struct OpDraw {
   std::array<uint8_t, 4> order{0, 1, 2, 3};   // ColorJitter: the order of the adjustments
   std::array<double, 4> factors{1, 1, 1, 0};  // ColorJitter: brightness, contrast, saturation, hue
   std::vector<AppliedOp> applied;             // AutoAugment: the ops applied, in order
+  AffineParams affine;                        // RandomAffine / RandomRotation: the drawn parameters
 };
 std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,
                                  uint32_t epoch, uint32_t item);

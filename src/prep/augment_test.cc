@@ -177,6 +177,32 @@ TEST(Augment, BadPipelinesAreRefusedNamingTheOpAndField) {
   EXPECT_EQ(pipeline_output_size({op_of(AugmentOp::kResize, 40), op_of(AugmentOp::kCenterCrop, 32)}), 32u);
 }
 
+TEST(RandomAffine, BadRangesAreRefusedNamingTheTransformAndField) {
+  AugmentOp affine = op_of(AugmentOp::kRandomAffine);
+  EXPECT_THROW(affine.set_params({1, 2, 3}), PrepError);
+  std::vector<double> params = affine.params();
+  ASSERT_EQ(params.size(), 21u);
+  params[0] = 1;  // RandomRotation
+  params[1] = 5;
+  params[2] = 1;  // degrees (5, 1)
+  affine.set_params(params);
+  try {
+    validate_pipeline({affine, op_of(AugmentOp::kCenterCrop, 8)});
+    ADD_FAILURE() << "accepted";
+  } catch (const PrepError& e) {
+    EXPECT_EQ(std::string(e.what()), "RandomRotation: degrees (5, 1) must be a range");
+  }
+  params[2] = 10;
+  params[14] = 3;  // bicubic
+  EXPECT_THROW(affine.set_params(params), PrepError);
+  params[14] = 2;
+  affine.set_params(params);
+  EXPECT_EQ(affine.describe(), "RandomRotation(degrees=(5, 10), interpolation=bilinear)");
+  const AffineParams drawn = draw_augment({affine}, 20, 10, 1, 0, 3)[0].affine;
+  EXPECT_GE(drawn.angle, 5);
+  EXPECT_LT(drawn.angle, 10);
+}
+
 TEST(RandomCrop, PadsWithTheFillThenCropsTheDrawnWindow) {
   const Image img = gradient(6, 4);
   AugmentOp crop = op_of(AugmentOp::kRandomCrop, 8);

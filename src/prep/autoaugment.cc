@@ -208,16 +208,16 @@ Image quarter_turns(const Image& in, int turns) {
   return out;
 }
 
-// torchvision's _get_inverse_affine_matrix(center, angle, translate, scale=1, shear), in its order.
+// torchvision's _get_inverse_affine_matrix(center, angle, translate, scale, shear), in its order.
 std::array<double, 6> inverse_affine(double cx, double cy, double angle, double tx, double ty, double shear_x,
-                                     double shear_y) {
+                                     double shear_y, double scale = 1.0) {
   const double rot = angle * kDegToRad, sx = shear_x * kDegToRad, sy = shear_y * kDegToRad;
   const double a = std::cos(rot - sy) / std::cos(sy);
   const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
   const double c = std::sin(rot - sy) / std::cos(sy);
   const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
   std::array<double, 6> m{d, -b, 0.0, -c, a, 0.0};
-  for (double& v : m) v = v / 1.0;
+  for (double& v : m) v = v / scale;
   m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
   m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
   m[2] += cx;
@@ -369,13 +369,21 @@ Image resize_nearest(const Image& img, uint32_t width, uint32_t height) {
   return out;
 }
 
-Image rotate_pil(const Image& img, double angle, Resample resample, const Fill& fill) {
+Image affine_transform(const Image& img, const AffineParams& p, Resample resample, const Fill& fill) {
+  const double cx = p.has_center ? p.center_x : img.width * 0.5, cy = p.has_center ? p.center_y : img.height * 0.5;
+  return affine_pil(img, inverse_affine(cx, cy, p.angle, p.translate_x, p.translate_y, p.shear_x, p.shear_y, p.scale),
+                    resample, fill);
+}
+
+Image rotate_pil(const Image& img, double angle, Resample resample, const Fill& fill, const double* center) {
   angle = py_mod(angle, 360.0);
-  if (angle == 0) return img;
-  if (angle == 180) return quarter_turns(img, 2);
-  if ((angle == 90 || angle == 270) && img.width == img.height) return quarter_turns(img, angle == 90 ? 1 : 3);
+  if (center == nullptr) {  // PIL's fast paths, only without a center
+    if (angle == 0) return img;
+    if (angle == 180) return quarter_turns(img, 2);
+    if ((angle == 90 || angle == 270) && img.width == img.height) return quarter_turns(img, angle == 90 ? 1 : 3);
+  }
   const double w = img.width, h = img.height;
-  const double cx = w / 2.0, cy = h / 2.0;
+  const double cx = center ? center[0] : w / 2.0, cy = center ? center[1] : h / 2.0;
   const double rad = -(angle * kDegToRad);
   std::array<double, 6> m{py_round15(std::cos(rad)),  py_round15(std::sin(rad)), 0.0,
                           py_round15(-std::sin(rad)), py_round15(std::cos(rad)), 0.0};

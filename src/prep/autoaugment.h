@@ -115,7 +115,20 @@ void apply_image_op(Image& img, ImageOp op, double magnitude, Resample interpola
 // input's size (what F.affine gives), and Image.rotate(angle, resample, fillcolor=fill).
 Image affine_pil(const Image& img, const std::array<double, 6>& matrix, Resample resample,
                  const std::array<uint8_t, 3>& fill);
-Image rotate_pil(const Image& img, double angle, Resample resample, const std::array<uint8_t, 3>& fill);
+// `center` (x, y), when given, is Image.rotate's center= (and disables its quarter-turn fast paths).
+Image rotate_pil(const Image& img, double angle, Resample resample, const std::array<uint8_t, 3>& fill,
+                 const double* center = nullptr);
+
+// F.affine(img, angle, translate, scale, shear, interpolation, fill, center) on a PIL image:
+// torchvision's inverse matrix (center default: the image's centre, w * 0.5, h * 0.5), then
+// affine_pil.
+struct AffineParams {
+  double angle = 0, translate_x = 0, translate_y = 0, scale = 1, shear_x = 0, shear_y = 0;
+  bool has_center = false;
+  double center_x = 0, center_y = 0;
+};
+Image affine_transform(const Image& img, const AffineParams& params, Resample resample,
+                       const std::array<uint8_t, 3>& fill);
 
 // PIL's Image.resize((width, height), NEAREST): its scale-only affine nearest-neighbour loop.
 Image resize_nearest(const Image& img, uint32_t width, uint32_t height);

@@ -58,7 +58,7 @@ AugmentOp to_op(const OpTuple& t) {
   int kind;
   std::vector<double> jitter;
   std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p, jitter) = t;
-  if (kind < 0 || kind > AugmentOp::kRandomCrop) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
+  if (kind < 0 || kind > AugmentOp::kRandomAffine) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
   op.kind = static_cast<AugmentOp::Kind>(kind);
   if (op.kind == AugmentOp::kColorJitter) {
     if (jitter.size() != op.jitter.size()) throw ClientError(3, "augment: ColorJitter needs 8 bounds");
@@ -482,6 +482,26 @@ PYBIND11_MODULE(_native, m) {
       const OpDraw d = draw_augment({op}, width, height, seed, 0, item)[0];
       o(item, 0) = d.box.top;
       o(item, 1) = d.box.left;
+    }
+    return out;
+  });
+  // RandomAffine's / RandomRotation's draws (angle, translate x, y, scale, shear x, y) for items
+  // 0..n-1 of (seed, epoch) on a width×height image: [n, 6]. `params` as AugmentOp::params().
+  m.def("testing_affine_draws", [](const std::vector<double>& params, uint32_t width, uint32_t height, uint64_t seed,
+                                   uint32_t epoch, uint32_t items) {
+    AugmentOp op;
+    op.kind = AugmentOp::kRandomAffine;
+    op.set_params(params);
+    AugmentOp crop;  // a pipeline must end in a size
+    crop.kind = AugmentOp::kCenterCrop;
+    crop.size = 1;
+    validate_pipeline({op, crop});
+    py::array_t<double> out({py::ssize_t(items), py::ssize_t(6)});
+    auto o = out.mutable_unchecked<2>();
+    for (uint32_t item = 0; item < items; ++item) {
+      const AffineParams p = draw_augment({op}, width, height, seed, epoch, item)[0].affine;
+      const double row[6] = {p.angle, p.translate_x, p.translate_y, p.scale, p.shear_x, p.shear_y};
+      for (int k = 0; k < 6; ++k) o(item, k) = row[k];
     }
     return out;
   });

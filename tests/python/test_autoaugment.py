@@ -330,3 +330,89 @@ def test_a_random_crop_that_cannot_fit_the_smallest_image_is_refused_naming_it(c
     with pytest.raises(JoaderError, match=r"RandomCrop: size 32 is larger than the 24×24 image"):
         with joader.torch.DataLoader("small", batch_size=4, client=client, augment=[T.RandomCrop(32)]) as loader:
             next(iter(loader))
+
+
+AFFINES = {
+    "affine": lambda: T.RandomAffine(degrees=(-20, 30), translate=(0.1, 0.2), scale=(0.8, 1.2),
+                                     shear=(-10, 10, -5, 5)),
+    "affine_bilinear_fill_center": lambda: T.RandomAffine(15, shear=8, interpolation=BILINEAR, fill=(9, 90, 200),
+                                                          center=(5, 7)),
+    "rotation": lambda: T.RandomRotation(40),
+    "rotation_bilinear_center": lambda: T.RandomRotation((-90, 90), interpolation=BILINEAR, center=(3, 20)),
+}
+
+
+def affine_draws_of_torchvision(transform, width, height, n):
+    torch.manual_seed(0)
+    out = np.zeros((n, 6))
+    for k in range(n):
+        if isinstance(transform, T.RandomRotation):
+            out[k] = (T.RandomRotation.get_params(transform.degrees), 0, 0, 1, 0, 0)
+        else:
+            angle, (tx, ty), scale, (sx, sy) = T.RandomAffine.get_params(
+                transform.degrees, transform.translate, transform.scale, transform.shear, [width, height])
+            out[k] = (angle, tx, ty, scale, sx, sy)
+    return out
+
+
+def affine_pvalues(ours, theirs):
+    """KS p-values of the angle, scale and shears; chi-square p-values of the translations."""
+    p = []
+    for k in (0, 3, 4, 5):
+        p.append(1.0 if np.all(ours[:, k] == ours[0, k]) and np.all(theirs[:, k] == ours[0, k])
+                 else stats.ks_2samp(ours[:, k], theirs[:, k]).pvalue)
+    for k in (1, 2):
+        a, b = collections.Counter(ours[:, k].tolist()), collections.Counter(theirs[:, k].tolist())
+        cells = sorted(set(a) | set(b))
+        p.append(1.0 if len(cells) < 2 else stats.chi2_contingency([[a[c] for c in cells], [b[c] for c in cells]])[1])
+    return p
+
+
+@pytest.mark.parametrize("name", sorted(AFFINES))
+def test_random_affine_and_rotation_draws_follow_torchvisions_law(name):
+    transform = AFFINES[name]()
+    op = plan([transform, T.CenterCrop(8)]).native[0]
+    ours = _native.testing_affine_draws(list(op[7]), 40, 30, 3, 0, N)
+    p = affine_pvalues(ours, affine_draws_of_torchvision(transform, 40, 30, N))
+    assert min(p) > ALPHA, p
+
+
+def test_a_biased_affine_law_is_rejected():
+    theirs = affine_draws_of_torchvision(AFFINES["affine"](), 40, 30, N)
+    biased = T.RandomAffine(degrees=(-20, 35), translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-10, 10, -5, 5))
+    ours = _native.testing_affine_draws(list(plan([biased, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
+    assert affine_pvalues(ours, theirs)[0] < ALPHA
+    narrower = T.RandomAffine(degrees=(-20, 30), translate=(0.1, 0.15), scale=(0.8, 1.2), shear=(-10, 10, -5, 5))
+    ours = _native.testing_affine_draws(list(plan([narrower, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
+    assert affine_pvalues(ours, theirs)[5] < ALPHA
+
+
+def test_rotations_that_expand_run_in_python():
+    assert plan([T.CenterCrop(8), T.RandomRotation(10, expand=True)]).summary() == \
+        "native: CenterCrop; Python: RandomRotation"
+
+
+@pytest.mark.parametrize("name", sorted(AFFINES))
+def test_a_dataloader_applies_random_affine_natively_with_torchvisions_pixels(client, photo_folder, name):
+    import joader.torch
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    head = [T.Resize(40), T.CenterCrop(32)]
+    transform = AFFINES[name]()
+    op = plan(head + [transform]).native[2]
+    plain = torchvision.datasets.ImageFolder(photo_folder, transform=T.Compose(head))
+    checked = 0
+    with joader.torch.DataLoader("photos", batch_size=4, epochs=2, client=client, with_indices=True,
+                                 augment=head + [transform, T.PILToTensor()], augment_seed=9) as loader:
+        for epoch in range(2):
+            for images, _, ids in loader:
+                for image, i in zip(images, ids.tolist()):
+                    angle, tx, ty, scale, sx, sy = _native.testing_affine_draws(list(op[7]), 32, 32, 9, epoch, i + 1)[i]
+                    img = plain[i][0]
+                    if isinstance(transform, T.RandomRotation):
+                        expected = F.rotate(img, angle, transform.interpolation, False, transform.center, transform.fill)
+                    else:
+                        expected = F.affine(img, angle, [int(tx), int(ty)], scale, [sx, sy], transform.interpolation,
+                                            transform.fill, transform.center)
+                    assert torch.equal(image, F.pil_to_tensor(expected)), (name, epoch, i, angle)
+                    checked += 1
+    assert checked == 2 * len(plain)
