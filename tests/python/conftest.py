@@ -45,3 +45,24 @@ def make_images(directory, classes=3, per_class=10, size="48x40", learnable=Fals
     if learnable:
         args.append("--learnable")
     subprocess.run(args, check=True)
+
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+
+
+def photo_imagefolder(root, count, smallest, largest, save=None):
+    """An ImageFolder under root/folder of `count` real photos of several kinds and sizes
+    (tests/data/make_photos.py, longer side smallest..largest), alternating between two classes;
+    save(path, n, target_dir) may store photo n otherwise (e.g. resized) instead of moving it.
+    Returns the folder's path."""
+    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", str(count),
+                    "--min", str(smallest), "--max", str(largest)], check=True, capture_output=True)
+    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
+        target = root / "folder" / f"class{n % 2}"
+        target.mkdir(parents=True, exist_ok=True)
+        if save is None:
+            os.replace(p, target / f"{n:02d}{p.suffix}")
+        else:
+            save(p, n, target)
+    return str(root / "folder")
+

@@ -17,6 +17,7 @@ from PIL import Image
 from scipy import stats
 
 from joader import _native
+from conftest import photo_imagefolder
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 
@@ -122,14 +123,7 @@ def test_draws_are_fixed_by_seed_epoch_and_item():
 @pytest.fixture(scope="module")
 def photo_folder(tmp_path_factory):
     """An ImageFolder of real photos of several kinds and sizes (make_photos.py), in two classes."""
-    root = tmp_path_factory.mktemp("tensor-tail")
-    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", "8",
-                    "--min", "40", "--max", "300"], check=True, capture_output=True)
-    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
-        target = root / "folder" / f"class{n % 2}"
-        target.mkdir(parents=True, exist_ok=True)
-        os.replace(p, target / f"{n:02d}{p.suffix}")
-    return str(root / "folder")
+    return photo_imagefolder(tmp_path_factory.mktemp("tensor-tail"), 8, 40, 300)
 
 
 @pytest.mark.parametrize("tail", [

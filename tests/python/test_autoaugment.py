@@ -19,6 +19,7 @@ from torchvision.transforms import autoaugment as tv_autoaugment
 
 from joader import _native
 from joader.augment import AUTO_AUGMENT, IMAGE_OPS, plan
+from conftest import photo_imagefolder
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 NEAREST, BILINEAR = T.InterpolationMode.NEAREST, T.InterpolationMode.BILINEAR
@@ -185,38 +186,37 @@ def test_the_family_runs_natively_where_its_arguments_allow_and_in_python_otherw
 
 @pytest.fixture(scope="module")
 def photo_folder(tmp_path_factory):
-    root = tmp_path_factory.mktemp("autoaugment-folder")
-    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", "8",
-                    "--min", "40", "--max", "300"], check=True, capture_output=True)
-    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
-        target = root / "folder" / f"class{n % 2}"
-        target.mkdir(parents=True, exist_ok=True)
-        os.replace(p, target / f"{n:02d}{p.suffix}")
-    return str(root / "folder")
+    return photo_imagefolder(tmp_path_factory.mktemp("autoaugment-folder"), 8, 40, 300)
+
+
+def deliveries(client, photo_folder, transform):
+    """[Resize(40), CenterCrop(32), transform, PILToTensor()] through a DataLoader (augment_seed 9,
+    two epochs): yields (the delivered tensor, the item's 32×32 PIL input, transform's op tuple,
+    epoch, item) for every delivery, and checks that every item came in each epoch."""
+    import joader.torch
+    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
+    head = [T.Resize(40), T.CenterCrop(32)]
+    op = plan(head + [transform]).native[2]
+    plain = torchvision.datasets.ImageFolder(photo_folder, transform=T.Compose(head))
+    with joader.torch.DataLoader("photos", batch_size=4, epochs=2, client=client, with_indices=True,
+                                 augment=head + [transform, T.PILToTensor()], augment_seed=9) as loader:
+        for epoch in range(2):
+            seen = []
+            for images, _, ids in loader:
+                for image, i in zip(images, ids.tolist()):
+                    yield image, plain[i][0], op, epoch, i
+                    seen.append(i)
+            assert sorted(seen) == list(range(len(plain)))
 
 
 @pytest.mark.parametrize("name", ["trivialaugmentwide", "randaugment", "autoaugment_imagenet"])
 def test_a_dataloader_applies_the_policy_natively_with_torchvisions_pixels_for_its_draws(client, photo_folder, name):
-    import joader.torch
-    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
-    head = [T.Resize(40), T.CenterCrop(32)]
     transform = POLICIES[name]()
-    op = plan(head + [transform]).native[2]
-    assert op[0] == AUTO_AUGMENT
-    plain = torchvision.datasets.ImageFolder(photo_folder, transform=T.Compose(head))
-    interpolation = transform.interpolation
-    checked = 0
-    with joader.torch.DataLoader("photos", batch_size=4, epochs=2, client=client, with_indices=True,
-                                 augment=head + [transform, T.PILToTensor()], augment_seed=9) as loader:
-        for epoch in range(2):
-            for images, _, ids in loader:
-                for image, i in zip(images, ids.tolist()):
-                    img = plain[i][0]
-                    for code, magnitude in _native.testing_auto_augment_draws(op[7], 9, epoch, i + 1)[i]:
-                        img = tv_autoaugment._apply_op(img, IMAGE_OPS[code], magnitude, interpolation, None)
-                    assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
-                    checked += 1
-    assert checked == 2 * len(plain)
+    for image, img, op, epoch, i in deliveries(client, photo_folder, transform):
+        assert op[0] == AUTO_AUGMENT
+        for code, magnitude in _native.testing_auto_augment_draws(op[7], 9, epoch, i + 1)[i]:
+            img = tv_autoaugment._apply_op(img, IMAGE_OPS[code], magnitude, transform.interpolation, None)
+        assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
 
 
 # torchvision's single random ops, natively as the RandomApply family: (transform, the functional
@@ -258,15 +258,10 @@ def test_grayscale_with_three_channels_runs_natively_and_with_one_in_python():
 @pytest.fixture(scope="module")
 def small_folder(tmp_path_factory):
     """CIFAR-like: real photos stored as 24×24 and 32×32 PNGs, in two classes."""
-    root = tmp_path_factory.mktemp("small-folder")
-    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", "8",
-                    "--min", "60", "--max", "200"], check=True, capture_output=True)
-    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
-        target = root / "folder" / f"class{n % 2}"
-        target.mkdir(parents=True, exist_ok=True)
+    def save(path, n, target):
         side = 24 if n % 3 == 0 else 32
-        F.center_crop(F.resize(Image.open(p).convert("RGB"), side), side).save(target / f"{n:02d}.png")
-    return str(root / "folder")
+        F.center_crop(F.resize(Image.open(path).convert("RGB"), side), side).save(target / f"{n:02d}.png")
+    return photo_imagefolder(tmp_path_factory.mktemp("small-folder"), 8, 60, 200, save)
 
 
 @pytest.mark.parametrize("kwargs", [dict(padding=4), dict(padding=(4, 6), fill=(200, 30, 90)),
@@ -394,25 +389,12 @@ def test_rotations_that_expand_run_in_python():
 
 @pytest.mark.parametrize("name", sorted(AFFINES))
 def test_a_dataloader_applies_random_affine_natively_with_torchvisions_pixels(client, photo_folder, name):
-    import joader.torch
-    client.add_dataset("photos", source=f"imagefolder:{photo_folder}")
-    head = [T.Resize(40), T.CenterCrop(32)]
     transform = AFFINES[name]()
-    op = plan(head + [transform]).native[2]
-    plain = torchvision.datasets.ImageFolder(photo_folder, transform=T.Compose(head))
-    checked = 0
-    with joader.torch.DataLoader("photos", batch_size=4, epochs=2, client=client, with_indices=True,
-                                 augment=head + [transform, T.PILToTensor()], augment_seed=9) as loader:
-        for epoch in range(2):
-            for images, _, ids in loader:
-                for image, i in zip(images, ids.tolist()):
-                    angle, tx, ty, scale, sx, sy = _native.testing_affine_draws(list(op[7]), 32, 32, 9, epoch, i + 1)[i]
-                    img = plain[i][0]
-                    if isinstance(transform, T.RandomRotation):
-                        expected = F.rotate(img, angle, transform.interpolation, False, transform.center, transform.fill)
-                    else:
-                        expected = F.affine(img, angle, [int(tx), int(ty)], scale, [sx, sy], transform.interpolation,
-                                            transform.fill, transform.center)
-                    assert torch.equal(image, F.pil_to_tensor(expected)), (name, epoch, i, angle)
-                    checked += 1
-    assert checked == 2 * len(plain)
+    for image, img, op, epoch, i in deliveries(client, photo_folder, transform):
+        angle, tx, ty, scale, sx, sy = _native.testing_affine_draws(list(op[7]), 32, 32, 9, epoch, i + 1)[i]
+        if isinstance(transform, T.RandomRotation):
+            expected = F.rotate(img, angle, transform.interpolation, False, transform.center, transform.fill)
+        else:
+            expected = F.affine(img, angle, [int(tx), int(ty)], scale, [sx, sy], transform.interpolation,
+                                transform.fill, transform.center)
+        assert torch.equal(image, F.pil_to_tensor(expected)), (name, epoch, i, angle)

@@ -17,6 +17,7 @@ import torchvision.transforms as T
 import joader
 import joader.torch
 from joader.pool import item_seed, seed_everything
+from conftest import photo_imagefolder
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -25,14 +26,7 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 @pytest.fixture(scope="module")
 def photo_folder(tmp_path_factory):
     """An ImageFolder of 18 real photos of several kinds and sizes (make_photos.py), in two classes."""
-    root = tmp_path_factory.mktemp("recipes")
-    subprocess.run([sys.executable, os.path.join(DATA, "make_photos.py"), str(root / "made"), "--count", "18",
-                    "--min", "60", "--max", "320"], check=True, capture_output=True)
-    for n, p in enumerate(sorted(p for p in (root / "made").rglob("*.*") if p.is_file())):
-        target = root / "folder" / f"class{n % 2}"
-        target.mkdir(parents=True, exist_ok=True)
-        os.replace(p, target / f"{n:02d}{p.suffix}")
-    return str(root / "folder")
+    return photo_imagefolder(tmp_path_factory.mktemp("recipes"), 18, 60, 320)
 
 
 @pytest.fixture
