@@ -333,7 +333,7 @@ void validate_pipeline(const std::vector<AugmentOp>& ops) {
       }
       if (a.has_scale) {
         range(a.scale_min, a.scale_max, "scale");
-        if (!(a.scale_min > 0)) invalid(op, "scale values must be positive");
+        if (!(a.scale_min >= 1e-3 && a.scale_max <= 1e3)) invalid(op, "scale values must be in [0.001, 1000]");
       }
       for (int k = 0; k < a.shear_count; k += 2) range(a.shear[k], a.shear[k + 1], "shear");
       if (a.has_center && (std::fabs(a.center_x) > 1e6 || std::fabs(a.center_y) > 1e6)) invalid(op, "center out of range");

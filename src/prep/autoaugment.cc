@@ -37,8 +37,9 @@ double py_round15(double x) {
   return std::strtod(buf, nullptr);
 }
 
-// PIL's COORD and FLOOR macros (Geometry.c).
-inline int coord(double v) { return v < 0.0 ? -1 : static_cast<int>(v); }
+// PIL's COORD and FLOOR macros (Geometry.c). COORD of a value past int's range (a near-90° shear)
+// or NaN is undefined in C; x86 gives INT_MIN there, outside every image: so does this, defined.
+inline int coord(double v) { return !(v >= 0.0) ? -1 : v >= 2147483647.0 ? -1 : static_cast<int>(v); }
 inline int pil_floor(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : static_cast<int>(v); }
 
 Image filled(uint32_t width, uint32_t height, const Fill& fill) {
