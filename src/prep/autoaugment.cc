@@ -144,7 +144,7 @@ void affine_bilinear(Image& out, const Image& in, const std::array<double, 6>& a
     for (int x = 0; x < w; ++x, o += 3) {
       double xin = ax[x] + by + a[2];
       double yin = dx_col[x] + ey + a[5];
-      if (xin < 0.0 || xin >= xsize || yin < 0.0 || yin >= ysize) continue;  // keeps the fill
+      if (!(xin >= 0.0 && xin < xsize && yin >= 0.0 && yin < ysize)) continue;  // keeps the fill (NaN too)
       xin -= 0.5;
       yin -= 0.5;
       const int fx = pil_floor(xin), fy = pil_floor(yin);  // ≥ -1: xin, yin ≥ -0.5
