@@ -97,6 +97,12 @@ def _resample(transform):
         _interpolation(transform))
 
 
+def _affine_resample(transform):
+    """The PIL code of a nearest (0) or bilinear (2) interpolation, which the native affine ops
+    take; None for the others (they run in Python)."""
+    return {"nearest": 0, 0: 0, "bilinear": 2, 2: 2}.get(_interpolation(transform))
+
+
 def _square_size(size):
     """The side of a square size (an int, [S] or (S, S)), else None."""
     if isinstance(size, int):
@@ -125,11 +131,10 @@ def _auto_augment_op(t, side):
     magnitudes are torch's float32 values), encoded as AutoAugmentSpec::encode; None when an op
     or an argument is one Joader does not run natively (AugMix, bicubic, an unknown op name)."""
     name = type(t).__name__
-    interpolation = _interpolation(t)
+    interpolation = _affine_resample(t)
     fill = _fill(getattr(t, "fill", None))
-    if interpolation not in ("nearest", "bilinear", 0, 2) or fill is None or side is None:
+    if interpolation is None or fill is None or side is None:
         return None
-    interpolation = 0 if interpolation in ("nearest", 0) else 2
     family = AUTO_AUGMENT_FAMILIES.index(name)
     entries = []  # (op, p, signed, magnitudes)
     policy_size, num_ops = 2, 1
@@ -204,9 +209,9 @@ def _random_affine_op(t):
     """RandomAffine, or RandomRotation without expand, with nearest or bilinear resampling, as the
     RANDOM_AFFINE op tuple (AugmentOp::params' 21 values); None otherwise."""
     name = type(t).__name__
-    interpolation = _interpolation(t)
+    interpolation = _affine_resample(t)
     fill = _fill(t.fill)
-    if interpolation not in ("nearest", "bilinear", 0, 2) or fill is None:
+    if interpolation is None or fill is None:
         return None
     degrees = [float(d) for d in t.degrees]
     center = None if t.center is None else [float(c) for c in t.center]
@@ -228,7 +233,7 @@ def _random_affine_op(t):
               0.0 if translate is None else 1.0, *(translate or (0.0, 0.0)),
               0.0 if scale is None else 1.0, *(scale or (1.0, 1.0)),
               float(len(shear)), *(shear + [0.0] * (4 - len(shear))),
-              0.0 if interpolation in ("nearest", 0) else 2.0, *map(float, fill),
+              float(interpolation), *map(float, fill),
               0.0 if center is None else 1.0, *(center or (0.0, 0.0))]
     return (RANDOM_AFFINE, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(values))
 

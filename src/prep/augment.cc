@@ -127,10 +127,7 @@ RandomCropPadding random_crop_padding(const AugmentOp& op, uint32_t width, uint3
 
 Image random_crop(const ImageView& img, const AugmentOp& op, const CropBox& box) {
   const RandomCropPadding pad = random_crop_padding(op, img.width, img.height);
-  Image out;
-  out.width = out.height = op.size;
-  out.rgb.resize(size_t{op.size} * op.size * 3);
-  for (size_t i = 0; i < out.rgb.size(); i += 3) std::memcpy(&out.rgb[i], op.fill.data(), 3);
+  Image out = filled_image(op.size, op.size, op.fill);
   // Output (x, y) is padded (box.left + x, box.top + y), the source pixel (that - pad.left, - pad.top).
   const int64_t x0 = int64_t(box.left) - int64_t(pad.left), y0 = int64_t(box.top) - int64_t(pad.top);
   const int64_t x_lo = std::max<int64_t>(0, -x0), x_hi = std::min<int64_t>(op.size, int64_t(img.width) - x0);
@@ -174,9 +171,7 @@ std::string AugmentOp::describe() const {
         text += ")";
       }
       if (a.interpolation == Resample::kBilinear) text += ", interpolation=bilinear";
-      if (fill != std::array<uint8_t, 3>{0, 0, 0}) {
-        text += ", fill=(" + std::to_string(fill[0]) + ", " + std::to_string(fill[1]) + ", " + std::to_string(fill[2]) + ")";
-      }
+      text += fill_text(fill);
       if (a.has_center) text += ", center=(" + number(a.center_x) + ", " + number(a.center_y) + ")";
       return text + ")";
     }
@@ -187,9 +182,7 @@ std::string AugmentOp::describe() const {
                 std::to_string(padding[2]) + ", " + std::to_string(padding[3]) + ")";
       }
       if (pad_if_needed) text += ", pad_if_needed=True";
-      if (fill != std::array<uint8_t, 3>{0, 0, 0}) {
-        text += ", fill=(" + std::to_string(fill[0]) + ", " + std::to_string(fill[1]) + ", " + std::to_string(fill[2]) + ")";
-      }
+      text += fill_text(fill);
       return text + ")";
     }
   }

@@ -42,15 +42,6 @@ double py_round15(double x) {
 inline int coord(double v) { return !(v >= 0.0) ? -1 : v >= 2147483647.0 ? -1 : static_cast<int>(v); }
 inline int pil_floor(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : static_cast<int>(v); }
 
-Image filled(uint32_t width, uint32_t height, const Fill& fill) {
-  Image out;
-  out.width = width;
-  out.height = height;
-  out.rgb.resize(size_t{width} * height * 3);
-  for (size_t i = 0; i < out.rgb.size(); i += 3) std::memcpy(&out.rgb[i], fill.data(), 3);
-  return out;
-}
-
 inline void copy_pixel(Image& out, int x, int y, const Image& in, int xin, int yin) {
   std::memcpy(&out.rgb[(size_t(y) * out.width + x) * 3], &in.rgb[(size_t(yin) * in.width + xin) * 3], 3);
 }
@@ -333,6 +324,20 @@ std::vector<uint8_t> smooth(const Image& img) {
 
 }  // namespace
 
+Image filled_image(uint32_t width, uint32_t height, const Fill& fill) {
+  Image out;
+  out.width = width;
+  out.height = height;
+  out.rgb.resize(size_t{width} * height * 3);
+  for (size_t i = 0; i < out.rgb.size(); i += 3) std::memcpy(&out.rgb[i], fill.data(), 3);
+  return out;
+}
+
+std::string fill_text(const Fill& fill) {
+  if (fill == Fill{0, 0, 0}) return "";
+  return ", fill=(" + std::to_string(fill[0]) + ", " + std::to_string(fill[1]) + ", " + std::to_string(fill[2]) + ")";
+}
+
 const char* image_op_name(ImageOp op) {
   static const char* names[kImageOpCount] = {
       "Identity",  "ShearX",   "ShearY",       "TranslateX", "TranslateY", "Rotate",    "Brightness", "Color",
@@ -343,7 +348,7 @@ const char* image_op_name(ImageOp op) {
 }
 
 Image affine_pil(const Image& img, const std::array<double, 6>& a, Resample resample, const Fill& fill) {
-  Image out = filled(img.width, img.height, fill);
+  Image out = filled_image(img.width, img.height, fill);
   if (img.width == 0 || img.height == 0) return out;
   if (resample == Resample::kBilinear) {
     if (!shift_by_whole_pixels(out, img, a)) affine_bilinear(out, img, a);
@@ -361,7 +366,7 @@ Image affine_pil(const Image& img, const std::array<double, 6>& a, Resample resa
 }
 
 Image resize_nearest(const Image& img, uint32_t width, uint32_t height) {
-  Image out = filled(width, height, {0, 0, 0});
+  Image out = filled_image(width, height, {0, 0, 0});
   if (img.width == 0 || img.height == 0 || width == 0 || height == 0) return out;
   // _resize: box (0, 0, w, h) as floats, a[0] = (box[2] - box[0]) / xsize.
   const std::array<double, 6> a{static_cast<double>(static_cast<float>(img.width)) / width, 0, 0, 0,
@@ -482,19 +487,15 @@ std::vector<AppliedOp> draw_auto_augment(const AutoAugmentSpec& spec, CounterRng
 
 std::string AutoAugmentSpec::describe() const {
   const char* interp = interpolation == Resample::kBilinear ? "bilinear" : "nearest";
-  std::string fill_text;
-  if (fill != Fill{0, 0, 0}) {
-    fill_text = ", fill=(" + std::to_string(fill[0]) + ", " + std::to_string(fill[1]) + ", " + std::to_string(fill[2]) + ")";
-  }
   switch (family) {
     case kTrivialAugmentWide:
-      return "TrivialAugmentWide(" + std::to_string(entries.size()) + " ops, interpolation=" + interp + fill_text + ")";
+      return "TrivialAugmentWide(" + std::to_string(entries.size()) + " ops, interpolation=" + interp + fill_text(fill) + ")";
     case kRandAugment:
       return "RandAugment(num_ops=" + std::to_string(num_ops) + ", " + std::to_string(entries.size()) +
-             " ops, interpolation=" + interp + fill_text + ")";
+             " ops, interpolation=" + interp + fill_text(fill) + ")";
     case kAutoAugment:
       return "AutoAugment(" + std::to_string(policy_size ? entries.size() / policy_size : 0) +
-             " sub-policies, interpolation=" + interp + fill_text + ")";
+             " sub-policies, interpolation=" + interp + fill_text(fill) + ")";
     case kRandomApply: {
       std::string text;
       for (const Entry& e : entries) {

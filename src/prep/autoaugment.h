@@ -130,6 +130,12 @@ struct AffineParams {
 Image affine_transform(const Image& img, const AffineParams& params, Resample resample,
                        const std::array<uint8_t, 3>& fill);
 
+// PIL's Image.new("RGB", (width, height), fill).
+Image filled_image(uint32_t width, uint32_t height, const std::array<uint8_t, 3>& fill);
+
+// ", fill=(r, g, b)" for a describe(); nothing for black, torchvision's default.
+std::string fill_text(const std::array<uint8_t, 3>& fill);
+
 // PIL's Image.resize((width, height), NEAREST): its scale-only affine nearest-neighbour loop.
 Image resize_nearest(const Image& img, uint32_t width, uint32_t height);
 

@@ -49,8 +49,7 @@ py::array_t<uint8_t> array_of(const Image& img) {
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 // (kind, size, scale_min, scale_max, ratio_min, ratio_max, p, values), kind as
-// v1::AugmentOp::Kind, values ColorJitter's 8 bounds or AugmentOp::params() (an AutoAugment
-// policy, a RandomCrop's padding and fill; empty for the other ops).
+// v1::AugmentOp::Kind, values ColorJitter's 8 bounds, else AugmentOp::params() (prep/augment.h).
 using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double, std::vector<double>>;
 
 AugmentOp to_op(const OpTuple& t) {

@@ -646,12 +646,13 @@ std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) co
     throw EngineError(EngineError::kInvalidArgument, std::string("augment: ") + e.what());
   }
   // A CenterCrop applied to the stored image itself must fit in every stored image: torchvision
-  // would pad the smaller ones with zeros, which a training job hardly wants.
+  // would pad the smaller ones with zeros, which a training job hardly wants. A RandomCrop that
+  // cannot pad enough would fail on such an image (as torchvision's does): refused here instead.
   const AugmentOp& first = ops.front();
-  if (first.kind == AugmentOp::kRandomCrop) {  // the same for a RandomCrop that cannot pad enough
-    const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
+  const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
+  if (first.kind == AugmentOp::kRandomCrop && smallest.width != 0) {
     try {
-      if (smallest.width != 0) random_crop_padding(first, smallest.width, smallest.height);
+      random_crop_padding(first, smallest.width, smallest.height);
     } catch (const PrepError& e) {
       throw EngineError(EngineError::kInvalidArgument,
                         std::string("augment: ") + e.what() + "; that is the smallest image '" + ds.spec.name() +
@@ -659,7 +660,6 @@ std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) co
     }
   }
   if (first.kind == AugmentOp::kCenterCrop) {
-    const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
     if (smallest.width != 0 && first.size > std::min(smallest.width, smallest.height)) {
       throw EngineError(EngineError::kInvalidArgument,
                         "augment: CenterCrop(" + std::to_string(first.size) + ") is larger than the smallest image '" +
