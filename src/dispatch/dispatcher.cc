@@ -46,6 +46,7 @@ void Dispatcher::decided(JobKey key, uint64_t items) {
   const uint64_t catch_up = catch_up_of(j);
   const uint64_t free = j.queued < catch_up ? std::min<uint64_t>(items, catch_up - j.queued) : 0;
   j.credit -= double(items - free);
+  if (j.waiting) j.credit = std::max(j.credit, -1.0);  // held back by loads, not by its pace (see "Supply")
   set_queued(j, j.queued + items);
 }
 
@@ -65,6 +66,8 @@ void Dispatcher::acknowledged(JobKey key, uint64_t items, double now) {
 void Dispatcher::set_shrinkable(JobKey key, bool shrinkable) { jobs_.at(key).shrinkable = shrinkable; }
 
 void Dispatcher::delivered(JobKey key, uint64_t items) { jobs_.at(key).in_flight += items; }
+
+void Dispatcher::set_waiting(JobKey key, bool waiting) { jobs_.at(key).waiting = waiting; }
 
 std::vector<Dispatcher::JobKey> Dispatcher::take_window_changes() { return std::exchange(window_changes_, {}); }
 
@@ -163,9 +166,12 @@ void Dispatcher::set_queued(Job& j, uint64_t queued) {
   reserved_ += reservation(j);
 }
 
+bool Dispatcher::may_overrun(const Job& j) { return j.waiting && j.queued < j.horizon + j.config.batch; }
+
 bool Dispatcher::can_take(const Job& j, uint64_t admitted) const {
   const uint64_t b = j.config.batch;
-  if (j.stopped || is_full(j)) return false;
+  if (j.stopped) return false;
+  if (is_full(j)) return may_overrun(j);  // beyond the horizon, hence the window: reserves nothing
   // Starting a new batch of the window reserves a whole batch, on top of what is reserved and of
   // the batches that jobs admitted earlier in the same round are starting; plan items take none.
   return j.queued >= window_of(j) || j.queued % b != 0 ||
@@ -342,9 +348,9 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
     for (const Job* j : order) {
       const bool starts_batch = j->queued < window_of(*j) && j->queued % j->config.batch == 0;
       if (any_starving_ && starts_batch && j->queued >= j->config.batch) continue;
-      if ((j->credit > 0 || is_due(*j)) && in_step(*j) && can_take(*j, admitted)) {
+      if ((j->credit > 0 || is_due(*j) || j->waiting) && in_step(*j) && can_take(*j, admitted)) {
         round.slots.push_back(j->config.slot);
-        due = due || is_due(*j);
+        due = due || (is_due(*j) && !is_full(*j));  // a full job only joins (see "Supply")
         if (starts_batch) admitted += next_batch_bytes(*j);
       }
     }
@@ -377,7 +383,8 @@ double Dispatcher::next_credit_due(double now) const {
           }
         }
       }
-      if (!can_take(j, 0)) continue;  // stopped, full, or waiting for room: only an event helps
+      // Stopped, full (a full job only joins rounds), or waiting for room: only an event helps.
+      if (is_full(j) || !can_take(j, 0)) continue;
       if (is_due(j)) return now;
       const double rate = earning(j, j.rate > 0 ? j.rate : median);
       if (rate > 0) due = std::min(due, now + (1.0 - j.credit) / rate);

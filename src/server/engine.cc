@@ -741,7 +741,9 @@ bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
     }
   }
   for (JobSlot slot : ready) {
-    if (ds.sampler->finished(slot)) dispatcher_.stop_job(ds.jobs.at(slot)->id);
+    Job& j = *ds.jobs.at(slot);
+    if (ds.sampler->finished(slot)) dispatcher_.stop_job(j.id);
+    update_waiting(j);
   }
   check_invariants("a round");
   return !decisions.empty();
@@ -802,6 +804,7 @@ void Engine::fit_window(Job& j) {
   j.planned += j.pending.size() - j.planned - first;
   space_cv_.notify_all();
   fill_window(j);  // a window that grew loads what entered it
+  update_waiting(j);
   check_invariants("fitting a window");
 }
 
@@ -836,6 +839,23 @@ void Engine::fill_window(Job& j) {
     --j.planned;
     start(j, e);
   }
+  update_waiting(j);
+}
+
+void Engine::update_waiting(Job& j) {
+  // The entries up to its next batch (as batch_ready counts them): one still loading makes it wait.
+  bool waiting = false;
+  uint32_t counted = 0;
+  for (const Entry& e : j.pending) {
+    if (e.state == Entry::kPlanned) break;  // a shrunk window: waiting for its consumer, not for loads
+    if (e.state == Entry::kLoading) {
+      waiting = true;
+      break;
+    }
+    if (e.state == Entry::kReady) ++counted;
+    if (counted == j.batch || e.last_of_epoch) break;
+  }
+  if (!j.closed) dispatcher_.set_waiting(j.id, waiting);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1005,6 +1025,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
     }
     for (auto [job, entry] : load.waiters) {
       entry->state = Entry::kFailed;
+      update_waiting(*job);
       if (load.dataset->skip_bad_items()) {
         if (job->skipped_pending++ == 0) dispatcher_.set_shrinkable(job->id, false);
         // A skipped entry will never be delivered: it stops counting as queued now, so that the
@@ -1024,6 +1045,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
     store_->pin(key);
     entry->state = Entry::kReady;
     entry->placed = &placed;
+    update_waiting(*job);
     wake(*job);
   }
 }
@@ -1144,6 +1166,7 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
         j.delivered_in_epoch = 0;
       }
       j.sent[out->seq] = std::move(delivered);
+      update_waiting(j);
       check_invariants("a delivery");
       return Poll::kBatch;
     }

@@ -197,6 +197,9 @@ class Engine {
   void start(Job& j, Entry& e) JOADER_REQUIRES(mu_);
   // Moves planned entries into the job's window while it has room.
   void fill_window(Job& j) JOADER_REQUIRES(mu_);
+  // Tells the dispatcher whether j's next batch waits on loads (Dispatcher::set_waiting): after
+  // its entries changed state (decided, started, loaded, demoted, delivered).
+  void update_waiting(Job& j) JOADER_REQUIRES(mu_);
   // The dispatcher shrank or grew the job's window: entries beyond it become planned (unpinned,
   // still decided), entries that entered it are started.
   void fit_window(Job& j) JOADER_REQUIRES(mu_);

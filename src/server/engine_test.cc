@@ -159,7 +159,9 @@ TEST_P(EngineConcurrency, JobsOnManyThreadsGetExactEpochsWhileOthersLeaveAndData
   if (std::string(GetParam()) == "planned") {
     EXPECT_GT(most_planned, 0u) << "no job ever had a plan";
   } else {
-    EXPECT_EQ(most_planned, 0u);
+    // No plans; only a job whose next batch waits on loads decides beyond its window, by at most
+    // one batch (the largest here: 17).
+    EXPECT_LE(most_planned, 17u);
   }
 }
 
@@ -185,11 +187,13 @@ TEST(EngineShutdown, WakesEveryWaitingJobWithServerShuttingDown) {
       if (id) engine.close_job(*id);
     });
   }
-  // Wait for the state, not for time: all three jobs registered and stalled on a full queue.
+  // Wait for the state, not for time: all three jobs registered and stalled, their one batch of
+  // window delivered (a job whose batch was loading may also have joined a later job's first
+  // rounds, one batch beyond its window: dispatch/dispatcher.h, "Supply").
   for (;;) {
     const v1::StatusReply s = engine.status();
     if (s.jobs_size() == 3 && std::all_of(s.jobs().begin(), s.jobs().end(), [](const v1::JobStatus& j) {
-          return j.queued() == 10 && j.delivered() == 10;
+          return j.queued() >= 10 && j.delivered() == 10;
         })) {
       break;
     }

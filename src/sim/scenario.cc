@@ -118,7 +118,8 @@ Scenario parse_scenario(const std::string& text) {
   }
   if (!doc.is_object()) fail("scenario", "expected a JSON object at the top level");
   reject_unknown_fields(doc, "scenario",
-                        {"universe", "cache_items", "epochs", "seed", "sampler", "policy", "horizon", "jobs"});
+                        {"universe", "cache_items", "epochs", "seed", "sampler", "policy", "horizon", "load_ms", "loaders",
+                         "jobs"});
   Scenario sc;
   if (!doc.contains("universe")) fail("scenario", "missing field 'universe' (the item count)");
   const uint64_t universe = get_uint(doc["universe"], "universe", std::numeric_limits<uint64_t>::max());
@@ -148,6 +149,18 @@ Scenario parse_scenario(const std::string& text) {
     fail("policy", "unknown policy '" + sc.policy + "' (expected one of " + expected + ")");
   }
   if (doc.contains("horizon")) sc.horizon = get_uint(doc["horizon"], "horizon", 1u << 24);
+  if (doc.contains("load_ms")) {
+    if (!doc["load_ms"].is_number()) fail("load_ms", "expected a number, got " + doc["load_ms"].dump());
+    sc.load_ms = doc["load_ms"].get<double>();
+    if (!(sc.load_ms >= 0 && sc.load_ms <= 1e6)) {
+      fail("load_ms", "must be a number of steps in [0, 1e6], got " + doc["load_ms"].dump());
+    }
+  }
+  if (doc.contains("loaders")) sc.loaders = static_cast<uint32_t>(get_uint(doc["loaders"], "loaders", 1024));
+  if (sc.loaders == 0) fail("loaders", "must be at least 1");
+  if (sc.load_ms > 0 && sc.policy == "belady") {
+    fail("load_ms", "belady replays a trace recorded without a cache, whose timing load time would change: use load_ms 0");
+  }
 
   if (!doc.contains("jobs") || !doc["jobs"].is_array() || doc["jobs"].empty()) {
     fail("jobs", "expected a non-empty array of jobs");

@@ -1,7 +1,7 @@
 // Scenario: the input of `joader simulate` (docs/SIMULATOR.md), parsed and validated from JSON.
 //
 // Fields: universe (item count), cache_items, epochs, seed, sampler (dsa|independent|lockstep),
-// policy (refcnt|lru|fifo|belady|rate|planned), horizon, jobs: [{name, subset, start, speed, epochs?, stop?, batch?,
+// policy (refcnt|lru|fifo|belady|rate|planned), horizon, load_ms, loaders, jobs: [{name, subset, start, speed, epochs?, stop?, batch?,
 // prefetch?, jitter?}] with
 // subset one of {"all": true} | {"range": [lo, hi)} | {"ids": [...]} | {"sample": count, "seed": s}.
 // {"sample": c, "seed": s} is the first c ids of a permutation of the universe drawn from s, so
@@ -53,6 +53,10 @@ struct Scenario {
   // Items each job decides ahead, its window included (dispatch/dispatcher.h, "Plan"); 0: the
   // policy's default (kDefaultHorizon for `planned`, none for the others).
   uint64_t horizon = 0;
+  // Load time: each load of an item takes load_ms steps on one of `loaders` loader threads (first
+  // come, first served); a job takes a batch only once its items are loaded. 0: loads are instant.
+  double load_ms = 0;
+  uint32_t loaders = 1;
   std::vector<JobSpec> jobs;
 };
 

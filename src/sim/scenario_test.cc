@@ -62,6 +62,12 @@ TEST(Scenario, BadInputGetsAOneLineErrorNamingThePlace) {
             "sampler: unknown sampler 'random' (expected dsa, independent or lockstep)");
   EXPECT_EQ(error_of(R"({"universe": 10, "policy": "mru", "jobs": []})"),
             "policy: unknown policy 'mru' (expected one of refcnt, lru, fifo, belady, rate, planned)");
+  EXPECT_EQ(error_of(R"({"universe": 10, "load_ms": -1, "jobs": []})"),
+            "load_ms: must be a number of steps in [0, 1e6], got -1");
+  EXPECT_EQ(error_of(R"({"universe": 10, "loaders": 0, "jobs": []})"), "loaders: must be at least 1");
+  EXPECT_EQ(error_of(R"({"universe": 10, "policy": "belady", "load_ms": 2, "jobs": []})"),
+            "load_ms: belady replays a trace recorded without a cache, whose timing load time would change: use "
+            "load_ms 0");
   EXPECT_EQ(error_of(jobs(R"({"subset": {"ids": [1, 10]}})")),
             "jobs[0].subset.ids[1]: id 10 is outside the universe [0, 10)");
   EXPECT_EQ(error_of(jobs(R"({"subset": {"range": [0, 11]}})")),

@@ -6,6 +6,8 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <unordered_map>
+#include <utility>
 
 #include "cache/cache.h"
 #include "cache/next_uses.h"
@@ -27,6 +29,7 @@ struct Queued {
   uint32_t epoch;  // the job's epoch it belongs to
   uint64_t due;    // plan only: when the job is expected to consume it (NextUses' unit)
   bool pinned = false;
+  double ready = 0;  // the step from which it is loaded (once accessed)
 };
 
 struct JobRun {
@@ -62,7 +65,7 @@ class Run {
  public:
   Run(const Scenario& sc, Sampler& sampler, NextUses& next_uses)
       : sc_(sc), sampler_(sampler), next_uses_(next_uses), jobs_(sc.jobs.size()),
-        dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0, dispatcher_options(sc)) {}
+        dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0, dispatcher_options(sc)), loader_free_(sc.loaders, 0.0) {}
 
   uint64_t access_index() const { return groups_; }
   const Dispatcher& dispatcher() const { return dispatcher_; }
@@ -112,7 +115,7 @@ class Run {
         // acknowledging each; waiting for a batch, it banks at most one batch more. Plan items
         // then move into the window.
         j.appetite = std::min(j.appetite + spec.speed, spec.speed + j.cost);
-        while (j.appetite >= j.cost && j.windowed >= spec.batch) {
+        while (j.appetite >= j.cost && j.windowed >= spec.batch && batch_loaded(j, spec.batch)) {
           for (uint32_t k = 0; k < spec.batch; ++k) {
             if (j.queue.front().pinned) cache_->unpin(j.queue.front().item);
             j.queue.pop_front();
@@ -127,6 +130,7 @@ class Run {
         }
       }
       access(group);
+      tell_waiting();
       for (size_t i = 0; i < jobs_.size(); ++i) {
         if (finished_deciding(i)) {
           finish(i, t);
@@ -153,6 +157,7 @@ class Run {
           }
         }
         access(group);
+        tell_waiting();
         for (const Decision& d : decisions) {
           const size_t i = slot_job_[d.job];
           if (!jobs_[i].done && sampler_.finished(d.job)) dispatcher_.stop_job(i);
@@ -174,9 +179,51 @@ class Run {
     return j.started && !j.done && sampler_.finished(j.slot) && j.windowed == j.queue.size();
   }
 
+  // Whether the first `batch` items of the job's queue (at most its window) are loaded.
+  bool batch_loaded(const JobRun& j, uint32_t batch) const {
+    if (sc_.load_ms == 0) return true;
+    for (size_t k = 0; k < batch && k < j.windowed; ++k) {
+      if (j.queue[k].ready > double(t_)) return false;
+    }
+    return true;
+  }
+
+  // Tells the dispatcher which jobs' next batches wait on loads (Dispatcher::set_waiting), as the
+  // daemon's engine does.
+  void tell_waiting() {
+    if (sc_.load_ms == 0) return;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (jobs_[i].started && !jobs_[i].done) dispatcher_.set_waiting(i, !batch_loaded(jobs_[i], sc_.jobs[i].batch));
+    }
+  }
+
+  // When a load of `item` started now is done: on the loader that is free first, after the loads
+  // queued before it. Also when an access finds the item still loading: the end of that load.
+  double load_done(ItemId item, bool load) {
+    const double t = double(t_);
+    while (!loading_.empty() && loading_.front().first <= t) {
+      if (auto it = loading_ends_.find(loading_.front().second); it != loading_ends_.end() && it->second <= t) {
+        loading_ends_.erase(it);
+      }
+      loading_.pop_front();
+    }
+    if (!load) {
+      const auto it = loading_ends_.find(item);
+      return it == loading_ends_.end() ? t : it->second;
+    }
+    if (sc_.load_ms == 0) return t;
+    double& loader = *std::min_element(loader_free_.begin(), loader_free_.end());
+    loader = std::max(loader, t) + sc_.load_ms;  // ends in the order started: loading_ stays sorted
+    loading_.emplace_back(loader, item);
+    loading_ends_[item] = loader;
+    return loader;
+  }
+
   // A group of accesses at one moment: the distinct items that are not resident are loads (one
   // per item, however many jobs access it); a delivery is a hit when its item was resident before
   // the group. Hits are touched and pinned first, so that the group's loads cannot evict them.
+  // With load time, an accessed item is ready when its load ends (a hit on an item still loading
+  // waits for that load).
   void access(const std::vector<Access>& group) {
     if (group.empty()) return;
     distinct_.clear();
@@ -184,10 +231,12 @@ class Run {
     for (const Access& a : group) {
       if (a.planned) next_uses_.remove(a.entry->item, a.entry->due);
     }
+    ready_.clear();
     for (const Access& a : group) {
       if (std::find(distinct_.begin(), distinct_.end(), a.entry->item) != distinct_.end()) continue;
       distinct_.push_back(a.entry->item);
       hit_.push_back(cache_ != nullptr && cache_->contains(a.entry->item));
+      ready_.push_back(load_done(a.entry->item, !hit_.back()));
     }
     if (on_access_) on_access_(groups_, distinct_);
     ++groups_;
@@ -202,6 +251,9 @@ class Run {
       if (hit_[k]) continue;
       ++result_.loads;
       if (cache_ != nullptr) cache_->insert(distinct_[k], 1);
+    }
+    for (const Access& a : group) {
+      a.entry->ready = ready_[std::find(distinct_.begin(), distinct_.end(), a.entry->item) - distinct_.begin()];
     }
     for (const Access& a : group) {
       const bool hit = hit_of(a.entry->item);
@@ -252,6 +304,10 @@ class Run {
   std::array<size_t, kMaxJobs> slot_job_{};
   std::vector<ItemId> distinct_;
   std::vector<bool> hit_;
+  std::vector<double> ready_;  // of distinct_
+  std::vector<double> loader_free_;                  // when each loader thread is next free
+  std::deque<std::pair<double, ItemId>> loading_;    // loads in flight, by their end
+  std::unordered_map<ItemId, double> loading_ends_;  // item → the end of its latest load
   uint64_t groups_ = 0;
   uint64_t t_ = 0;
   Rng jitter_rng_{sc_.seed ^ 0x9e3779b97f4a7c15ull};  // the consumers' jitter: the same in every pass

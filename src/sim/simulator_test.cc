@@ -52,6 +52,35 @@ TEST(Simulator, TraceAgreesWithTheTotals) {
   EXPECT_LE(r.steps, 60000u + 2);
 }
 
+TEST(Simulator, LoadTimeOnItsLoaderThreadsSetsThePaceOfFastJobs) {
+  Scenario sc = parse_scenario(R"({"universe": 4000, "cache_items": 100, "load_ms": 2, "loaders": 2,
+    "jobs": [{"subset": {"all": true}, "speed": 5, "batch": 16}]})");
+  const SimResult r = simulate(sc);
+  EXPECT_EQ(r.loads, 4000u);
+  // Two loaders of 2 ms per item: 1 item per step, not the consumer's 5.
+  EXPECT_GE(r.steps, 4000u - 70);
+  EXPECT_LE(r.steps, 4000u + 70);
+  sc.load_ms = 0;
+  EXPECT_LE(simulate(sc).steps, 4000u / 5 + 10);
+}
+
+TEST(Simulator, JobsFasterThanTheirLoadsStillShareEveryLoad) {
+  // The daemon's supply-bound regime (tests/integration: three clients consuming as fast as they
+  // can, two loader threads): every job's window waits on loads, and all of them join every round.
+  for (const char* policy : {"refcnt", "planned"}) {
+    const SimResult r = simulate(parse_scenario(std::string(R"({"universe": 1500, "cache_items": 341, "load_ms": 3,
+      "loaders": 2, "seed": 3, "policy": ")") + policy + R"(", "jobs": [
+      {"subset": {"all": true}, "speed": 20, "batch": 16, "jitter": 0.5},
+      {"subset": {"all": true}, "speed": 20, "batch": 16, "jitter": 0.5},
+      {"subset": {"all": true}, "speed": 20, "batch": 16, "jitter": 0.5}]})"));
+    EXPECT_LT(r.ld_ratio(), 0.345) << policy;
+    EXPECT_EQ(r.deliveries, 3u * 1500) << policy;
+    // Two loaders of 3 ms per item set the pace: 2250 steps, less the last window's loads (the
+    // jobs end once their last items are decided and accessed).
+    EXPECT_GE(r.steps, 1500u * 3 / 2 - 64 * 3 / 2) << policy;
+  }
+}
+
 TEST(Simulator, LockstepJobsMoveAtTheSlowestJobsSpeed) {
   Scenario sc = s1("lockstep", "lru");
   sc.jobs[0].speed = 3;
