@@ -42,9 +42,9 @@ Fuzzed& daemon() {
     char root[] = "/tmp/joader-service-fuzz-XXXXXX";
     if (mkdtemp(root) == nullptr) std::abort();
     joader::DaemonOptions o;
-    o.cache_bytes = 4 << 20;
-    o.threads = 1;
-    o.data_root = root;
+    o.engine.cache_bytes = 4 << 20;
+    o.engine.threads = 1;
+    o.engine.data_root = root;
     out->daemon = joader::Daemon::start(o);
     joader::v1::AddDatasetRequest base;
     base.set_protocol_version(joader::kProtocolVersion);

@@ -104,6 +104,12 @@ const std::vector<std::string>& policy_names() {
   return names;
 }
 
+std::vector<std::string> daemon_policy_names() {
+  std::vector<std::string> names = policy_names();
+  std::erase(names, "belady");
+  return names;
+}
+
 std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const PolicyContext& ctx) {
   if (name == "lru") {
     return keyed([](const EntryInfo& e) { return std::tuple{e.last_access, uint64_t{0}, e.key}; });

@@ -60,5 +60,7 @@ std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const Polic
 
 // The policy names make_policy accepts, for help texts.
 const std::vector<std::string>& policy_names();
+// The daemon's: all but belady, which needs the future (the simulator's trace).
+std::vector<std::string> daemon_policy_names();
 
 }  // namespace joader

@@ -1,3 +1,4 @@
+#include "cache/eviction_policy.h"
 #include "cli/daemon_commands.h"
 
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
@@ -22,8 +24,8 @@
 #include "client/report.h"
 #include "ipc/paths.h"
 #include "server/daemon.h"
-#include "server/listener.h"
-#include "server/metrics.h"
+#include "server/rpc/listener.h"
+#include "server/rpc/metrics.h"
 
 namespace joader::cli {
 namespace {
@@ -35,12 +37,12 @@ std::string human_bytes(double b) {
   return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.1f} {}", b, units[u]);
 }
 
+// `joader serve`'s flags: straight into DaemonOptions where the types agree, and as given where
+// they are parsed first.
 struct ServeOptions {
-  std::string socket, cache_size = "512MiB", policy = "refcnt", sampler = "dsa", state, allow_group, data_root,
-      metrics;
-  unsigned threads = 0;
-  double register_timeout = 10;
-  std::optional<uint64_t> seed;
+  DaemonOptions daemon;
+  std::string cache_size = fmt::format("{}MiB", EngineOptions{}.cache_bytes >> 20), state, allow_group, data_root,
+              metrics;
 };
 
 // The flag of `joader serve` that sets a DaemonOptions field.
@@ -53,21 +55,16 @@ std::string flag_of(const std::string& option) {
 }
 
 int run_serve(const ServeOptions& o) {
-  DaemonOptions d;
+  DaemonOptions d = o.daemon;
   try {
-    d.cache_bytes = parse_size(o.cache_size);
+    d.engine.cache_bytes = parse_size(o.cache_size);
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "error: --cache-size: {}\n", e.what());
     return 2;
   }
-  d.threads = o.threads;
-  d.policy = o.policy;
-  d.sampler = o.sampler;
-  d.seed = o.seed;
-  d.register_timeout = o.register_timeout;
   if (!o.allow_group.empty()) {
     try {
-      d.share_group = parse_group(o.allow_group);
+      d.engine.share_group = parse_group(o.allow_group);
     } catch (const std::invalid_argument& e) {
       fmt::print(stderr, "error: --allow-group: {}\n", e.what());
       return 2;
@@ -81,7 +78,7 @@ int run_serve(const ServeOptions& o) {
       std::free(real);
       return 2;
     }
-    d.data_root = real;
+    d.engine.data_root = real;
     std::free(real);
   }
   if (!o.metrics.empty()) {
@@ -92,8 +89,8 @@ int run_serve(const ServeOptions& o) {
       return 2;
     }
   }
-  d.socket = o.socket.empty() ? default_socket_path() : o.socket;
-  d.state_path = o.state.empty() ? d.socket + ".datasets.json" : o.state == "none" ? "" : o.state;
+  if (d.socket.empty()) d.socket = default_socket_path();
+  d.engine.state_path = o.state.empty() ? d.socket + ".datasets.json" : o.state == "none" ? "" : o.state;
 
   // Signals are taken synchronously by the main thread; every thread the daemon starts inherits
   // the mask, so it is set before any.
@@ -113,9 +110,9 @@ int run_serve(const ServeOptions& o) {
   }
   const v1::StatusReply s = daemon->engine().status();
   fmt::print(stderr, "joader: serving on {} (cache {}, {} loader threads, policy {}, sampler {}{}{})\n", d.socket,
-             human_bytes(double(s.cache_capacity())), s.loader_threads(), d.policy, d.sampler,
-             d.share_group ? fmt::format(", shared with group {}", *d.share_group) : "",
-             d.data_root.empty() ? "" : ", data root " + d.data_root);
+             human_bytes(double(s.cache_capacity())), s.loader_threads(), d.engine.policy, d.engine.sampler,
+             d.engine.share_group ? fmt::format(", shared with group {}", *d.engine.share_group) : "",
+             d.engine.data_root.empty() ? "" : ", data root " + d.engine.data_root);
   if (d.metrics) {
     const bool v6 = d.metrics->first.find(':') != std::string::npos;
     fmt::print(stderr, "joader: metrics on http://{}{}{}:{}/metrics\n", v6 ? "[" : "", d.metrics->first, v6 ? "]" : "",
@@ -316,23 +313,24 @@ uint64_t parse_size(const std::string& text) {
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Run the Joader daemon (stop it with Ctrl-C or SIGTERM)");
-  add_socket_option(cmd, o->socket);
+  add_socket_option(cmd, o->daemon.socket);
   cmd->add_option("--cache-size", o->cache_size, "Shared-memory cache size, e.g. 512MiB, 2GiB")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Loader threads that read and prepare items (default: one per core)")
+  cmd->add_option("--threads", o->daemon.engine.threads, "Loader threads that read and prepare items (default: one per core)")
       ->check(CLI::Range(1u, 1024u));
-  cmd->add_option("--policy", o->policy, "Cache policy: refcnt, lru, fifo, rate, planned")->capture_default_str();
-  cmd->add_option("--sampler", o->sampler,
+  cmd->add_option("--policy", o->daemon.engine.policy, fmt::format("Cache policy: {}", fmt::join(daemon_policy_names(), ", ")))
+      ->capture_default_str();
+  cmd->add_option("--sampler", o->daemon.engine.sampler,
                   "dsa, or independent (no coupling: a baseline for benchmarks); biased-dsa is a deliberately "
                   "non-uniform control for the statistical tests, never for training")
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed the samplers (reproducible tests); default: a fresh random seed per dataset");
+  cmd->add_option("--seed", o->daemon.engine.seed, "Seed the samplers (reproducible tests); default: a fresh random seed per dataset");
   cmd->add_option("--allow-group", o->allow_group,
                   "Also serve the members of GROUP (name or gid): socket 0660 and arena 0640 for that group");
   cmd->add_option("--data-root", o->data_root,
                   "Serve only files inside DIR (after following symlinks): sources elsewhere are refused");
   cmd->add_option("--metrics", o->metrics,
                   "Serve Prometheus metrics on GET /metrics at [HOST:]PORT (default host: 127.0.0.1; off unless given)");
-  cmd->add_option("--register-timeout", o->register_timeout,
+  cmd->add_option("--register-timeout", o->daemon.register_timeout,
                   "Seconds a job connection may stay open without registering before it is closed")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
@@ -349,8 +347,8 @@ void add_dataset_command(CLI::App& app, int& exit_code) {
   CLI::App* a = ds->add_subcommand("add", "Index a source and register it under NAME");
   a->add_option("name", add->name, "Dataset name")->required();
   a->add_option("--source", add->source,
-                 "imagefolder:PATH, lmdb:PATH, filelist:FILE or synthetic:COUNT[:WxH]; a relative PATH is taken in "
-                 "the current directory")
+                 "imagefolder:PATH, lmdb:PATH, filelist:FILE, tar:GLOB or synthetic:COUNT[:WxH]; a relative PATH "
+                 "is taken in the current directory")
       ->required();
   a->add_option("--resize", add->resize, "Decode, then resize the shorter side to S pixels (1..8192)")
       ->check(CLI::Range(1u, 8192u));

@@ -206,7 +206,7 @@ Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_pat
   struct stat st{};
   const int found = stat(socket_.c_str(), &st);
   if (found != 0 && errno == EACCES) {
-    throw ClientError(static_cast<int>(grpc::StatusCode::PERMISSION_DENIED),
+    throw ClientError(grpc::StatusCode::PERMISSION_DENIED,
                       "permission denied: this user (uid " + std::to_string(getuid()) + ") cannot reach " + socket_ +
                           ", whose directory belongs to another user; its owner can let a group in with `joader "
                           "serve --allow-group GROUP`");
@@ -214,7 +214,7 @@ Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_pat
   if (found != 0 || !S_ISSOCK(st.st_mode)) {
     // JOADER_SOCKET is worth a hint only where neither the caller nor the variable chose the path.
     const bool chosen_by_default = socket.empty() && std::getenv("JOADER_SOCKET") == nullptr;
-    throw ClientError(static_cast<int>(grpc::StatusCode::UNAVAILABLE),
+    throw ClientError(grpc::StatusCode::UNAVAILABLE,
                       "no Joader daemon at " + socket_ + " (start one with `joader serve" +
                           (chosen_by_default ? "`, or set JOADER_SOCKET to the socket of a running one)"
                                              : " --socket " + socket_ + "`)"));
@@ -331,7 +331,7 @@ std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
     try {
       arena = std::make_shared<ArenaView>(reg.arena(), reg.arena_size());
     } catch (const std::runtime_error& e) {
-      throw ClientError(static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION), e.what());
+      throw ClientError(grpc::StatusCode::FAILED_PRECONDITION, e.what());
     }
     impl_->arenas[reg.arena()] = arena;
   }
@@ -375,7 +375,7 @@ bool Job::next(Batch* out) {
   out->items.clear();
   out->items.reserve(b.ids_size());
   out->gathered.clear();
-  const auto bad = [](const char* what) { return ClientError(static_cast<int>(grpc::StatusCode::INTERNAL), what); };
+  const auto bad = [](const char* what) { return ClientError(grpc::StatusCode::INTERNAL, what); };
   const bool split = b.extent_counts_size() > 0;
   if (split && b.extent_counts_size() != b.ids_size()) throw bad("extent counts do not match the items");
   int extent = 0;

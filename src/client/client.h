@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/support/status_code_enum.h>
+
 #include "common/protocol.h"
 #include "joader.pb.h"
 
@@ -26,6 +28,7 @@ namespace joader {
 class ClientError : public std::runtime_error {
  public:
   ClientError(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ClientError(grpc::StatusCode code, const std::string& message) : ClientError(static_cast<int>(code), message) {}
   int code() const { return code_; }
 
  private:

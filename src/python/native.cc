@@ -57,29 +57,29 @@ AugmentOp to_op(const OpTuple& t) {
   int kind;
   std::vector<double> jitter;
   std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p, jitter) = t;
-  if (kind < 0 || kind > AugmentOp::kRandomAffine) throw ClientError(3, "augment: unknown op kind " + std::to_string(kind));
+  if (kind < 0 || kind > AugmentOp::kRandomAffine) throw ClientError(grpc::StatusCode::INVALID_ARGUMENT, "augment: unknown op kind " + std::to_string(kind));
   op.kind = static_cast<AugmentOp::Kind>(kind);
   if (op.kind == AugmentOp::kColorJitter) {
-    if (jitter.size() != op.jitter.size()) throw ClientError(3, "augment: ColorJitter needs 8 bounds");
+    if (jitter.size() != op.jitter.size()) throw ClientError(grpc::StatusCode::INVALID_ARGUMENT, "augment: ColorJitter needs 8 bounds");
     std::copy(jitter.begin(), jitter.end(), op.jitter.begin());
   } else {
     try {
       op.set_params(jitter);
     } catch (const PrepError& e) {
-      throw ClientError(3, std::string("augment: ") + e.what());
+      throw ClientError(grpc::StatusCode::INVALID_ARGUMENT, std::string("augment: ") + e.what());
     }
   }
   return op;
 }
 
-// The ops of a Python augmentation list, checked as a pipeline; errors as JoaderError code 3.
+// The ops of a Python augmentation list, checked as a pipeline; errors as JoaderError INVALID_ARGUMENT (3).
 std::vector<AugmentOp> checked_ops(const std::vector<OpTuple>& augment) {
   std::vector<AugmentOp> ops;
   for (const OpTuple& t : augment) ops.push_back(to_op(t));
   try {
     validate_pipeline(ops);
   } catch (const PrepError& e) {
-    throw ClientError(3, std::string("augment: ") + e.what());
+    throw ClientError(grpc::StatusCode::INVALID_ARGUMENT, std::string("augment: ") + e.what());
   }
   return ops;
 }
@@ -159,7 +159,7 @@ std::optional<ErasingOp> erasing_from(const py::object& spec) {
   try {
     validate_erasing(op);
   } catch (const PrepError& e) {
-    throw ClientError(3, std::string("augment: ") + e.what());
+    throw ClientError(grpc::StatusCode::INVALID_ARGUMENT, std::string("augment: ") + e.what());
   }
   return op;
 }
@@ -262,7 +262,7 @@ class PyJob {
         // The batch is not consumed: the job ends here, and a Loader resumed from its state gets
         // these items again.
         close();
-        throw ClientError(15, failure);  // DATA_LOSS, as a corrupt item in the daemon
+        throw ClientError(grpc::StatusCode::DATA_LOSS, failure);  // as a corrupt item in the daemon
       }
       data = std::move(array);
     } else if (shape_[0] == 0 && shape_[2] == 3) {  // decoded at each image's own size: one array each
@@ -287,7 +287,7 @@ class PyJob {
       {
         py::gil_scoped_release nogil;
         for (const ItemView& it : b.items) {
-          if (it.size != item_bytes) throw ClientError(13, "item size does not match the dataset's shape");
+          if (it.size != item_bytes) throw ClientError(grpc::StatusCode::INTERNAL, "item size does not match the dataset's shape");
           if (floats) {
             to_float(it.data, size_t{h} * w, chw, mean, stdev, dst_float);
             if (erase) random_erasing(dst_float, w, h, chw, *erase, seed_, b.epoch, it.id);

@@ -1,5 +1,7 @@
 #include "sampler/sampler.h"
 
+#include <fmt/format.h>
+
 #include "sampler/dsa_sampler.h"
 #include "sampler/independent_sampler.h"
 #include "sampler/lockstep_sampler.h"
@@ -54,12 +56,17 @@ void Sampler::round(std::span<const JobSlot> requesting, std::vector<Decision>& 
   }
 }
 
+const std::vector<std::string>& sampler_names() {
+  static const std::vector<std::string> names = {"dsa", "independent", "lockstep", "biased-dsa"};
+  return names;
+}
+
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint32_t universe, uint64_t seed) {
   if (name == "dsa") return std::make_unique<DsaSampler>(universe, seed);
   if (name == "independent") return std::make_unique<IndependentSampler>(universe, seed);
   if (name == "lockstep") return std::make_unique<LockstepSampler>(universe, seed);
   if (name == "biased-dsa") return std::make_unique<AlwaysReuseDsaSampler>(universe, seed);
-  throw SamplerError("unknown sampler '" + name + "' (expected dsa, independent or lockstep)");
+  throw SamplerError(fmt::format("unknown sampler '{}' (expected one of {})", name, fmt::join(sampler_names(), ", ")));
 }
 
 }  // namespace joader

@@ -67,8 +67,11 @@ class Sampler {
   std::vector<JobSlot> scratch_;
 };
 
-// Builds a sampler by name: "dsa", "independent" or "lockstep" (and "biased-dsa", the tests'
-// non-uniform control). Throws SamplerError otherwise.
+// The samplers by name: "dsa", "independent" (no coupling: the benchmarks' baseline), "lockstep"
+// (one shared order: the simulator only) and "biased-dsa" (the statistical tests' deliberately
+// non-uniform control, never for training).
+const std::vector<std::string>& sampler_names();
+// Builds a sampler by name (sampler_names()). Throws SamplerError otherwise.
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint32_t universe, uint64_t seed);
 
 }  // namespace joader

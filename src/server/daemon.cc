@@ -1,5 +1,8 @@
 #include "server/daemon.h"
 
+#include <algorithm>
+#include <fmt/format.h>
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,10 +14,10 @@
 #include "cache/eviction_policy.h"
 #include "ipc/paths.h"
 #include "ipc/shared_arena.h"
-#include "server/arena_allocator.h"
-#include "server/listener.h"
-#include "server/metrics.h"
-#include "server/service.h"
+#include "ipc/arena_allocator.h"
+#include "server/rpc/listener.h"
+#include "server/rpc/metrics.h"
+#include "server/rpc/service.h"
 
 namespace joader {
 namespace {
@@ -34,7 +37,7 @@ bool socket_is_live(const std::string& path) {
 }  // namespace
 
 void Daemon::check_options() {
-  const DaemonOptions& o = options_;
+  const EngineOptions& o = options_.engine;
   if (o.cache_bytes < ArenaAllocator::kAlign) {
     throw DaemonError(DaemonError::kBadOption, "cache_bytes", "the cache must hold at least " + std::to_string(ArenaAllocator::kAlign) +
                                          " bytes, not " + std::to_string(o.cache_bytes));
@@ -42,25 +45,27 @@ void Daemon::check_options() {
   if (o.policy == "belady") {
     throw DaemonError(DaemonError::kBadOption, "policy", "policy belady needs the future: it exists only in `joader simulate`");
   }
-  bool known = false;
-  for (const std::string& p : policy_names()) known = known || p == o.policy;
-  if (!known) {
-    throw DaemonError(DaemonError::kBadOption, "policy", "unknown cache policy '" + o.policy + "' (expected refcnt, lru, fifo, rate or planned)");
+  if (std::ranges::count(daemon_policy_names(), o.policy) == 0) {
+    throw DaemonError(DaemonError::kBadOption, "policy", fmt::format("unknown cache policy '{}' (expected one of {})",
+                                                                     o.policy, fmt::join(daemon_policy_names(), ", ")));
   }
-  if (o.sampler != "dsa" && o.sampler != "independent" && o.sampler != "biased-dsa") {
-    throw DaemonError(DaemonError::kBadOption, "sampler", "the sampler must be dsa or independent, not '" + o.sampler +
-                                     "' (lockstep exists only in `joader simulate`)");
+  if (o.sampler == "lockstep" || std::ranges::count(sampler_names(), o.sampler) == 0) {
+    throw DaemonError(DaemonError::kBadOption, "sampler",
+                      fmt::format("the sampler must be dsa, independent or biased-dsa (the statistical tests' "
+                                  "deliberately non-uniform control), not '{}'{}",
+                                  o.sampler, o.sampler == "lockstep" ? " (lockstep exists only in `joader simulate`)" : ""));
   }
-  if (!(o.register_timeout > 0)) throw DaemonError(DaemonError::kBadOption, "register_timeout", "the registration timeout must be positive");
+  if (!(options_.register_timeout > 0)) throw DaemonError(DaemonError::kBadOption, "register_timeout", "the registration timeout must be positive");
   if (!o.data_root.empty()) {
     struct stat st{};
     if (o.data_root.front() != '/' || stat(o.data_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       throw DaemonError(DaemonError::kBadOption, "data_root", "the data root '" + o.data_root + "' is not an absolute path to a directory");
     }
   }
-  if (o.socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    throw DaemonError(DaemonError::kBadOption, "socket", "the socket path is too long for a Unix socket (" + std::to_string(o.socket.size()) +
-                                    " bytes): " + o.socket);
+  const std::string& socket = options_.socket;
+  if (socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    throw DaemonError(DaemonError::kBadOption, "socket",
+                      fmt::format("the socket path is too long for a Unix socket ({} bytes): {}", socket.size(), socket));
   }
 }
 
@@ -90,17 +95,8 @@ std::unique_ptr<Daemon> Daemon::start(const DaemonOptions& options, const std::f
     log("removed " + std::to_string(n) + " stale shared-memory arena(s) of dead daemons");
   }
 
-  EngineOptions eo;
-  eo.cache_bytes = options.cache_bytes;
-  eo.threads = options.threads;
-  eo.policy = options.policy;
-  eo.sampler = options.sampler;
-  eo.seed = options.seed;
-  eo.state_path = options.state_path;
-  eo.data_root = options.data_root;
-  eo.share_group = options.share_group;
   try {
-    d->engine_ = std::make_unique<Engine>(eo);
+    d->engine_ = std::make_unique<Engine>(options.engine);
   } catch (const std::exception& e) {
     throw DaemonError(DaemonError::kCannotStart, "", e.what());
   }
@@ -114,7 +110,7 @@ std::unique_ptr<Daemon> Daemon::start(const DaemonOptions& options, const std::f
   // The socket is ours, not gRPC's: each connection's uid is checked (SO_PEERCRED) before use.
   if (!options.socket.empty()) {
     try {
-      d->listener_ = std::make_unique<UnixListener>(options.socket, AccessPolicy(getuid(), options.share_group));
+      d->listener_ = std::make_unique<UnixListener>(options.socket, AccessPolicy(getuid(), options.engine.share_group));
       d->owns_socket_ = true;
     } catch (const std::exception& e) {
       throw DaemonError(DaemonError::kCannotStart, "socket", e.what());

@@ -29,14 +29,9 @@ class MetricsServer;
 struct DaemonOptions {
   // The Unix socket to serve on; empty: none (the daemon is reached by in_process_channel()).
   std::string socket;
-  uint64_t cache_bytes = 512ull << 20;
-  unsigned threads = 0;           // loader threads; 0: one per core
-  std::string policy = "refcnt";  // refcnt | lru | fifo | rate | planned
-  std::string sampler = "dsa";    // dsa | independent | biased-dsa (the statistical tests' control)
-  std::optional<uint64_t> seed;
-  std::string state_path;         // where dataset registrations are kept; empty: not kept
-  std::optional<gid_t> share_group;
-  std::string data_root;          // a directory every source must lie in; empty: anywhere
+  // The core's options (cache size, loader threads, policy, sampler, seed, state file, data root,
+  // share group): engine.h. Checked by Daemon::start, each error naming its field.
+  EngineOptions engine;
   std::optional<std::pair<std::string, int>> metrics;  // host and port of GET /metrics
   double register_timeout = 10;   // seconds a job stream may stay unregistered
 };

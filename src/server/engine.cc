@@ -9,100 +9,19 @@
 #include <numeric>
 #include <optional>
 #include <random>
-#include <unordered_set>
 
+#include <fmt/format.h>
 
-#include "common/source_spec.h"
 #include "server/dataset_state.h"
-#include "prep/augment.h"
-#include "prep/image_formats.h"
 
 namespace joader {
 
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-void check_protocol(uint32_t version) {
-  if (version != kProtocolVersion) {
-    throw EngineError(EngineError::kFailedPrecondition, "client speaks protocol version " + std::to_string(version) +
-                                                            ", this daemon speaks " + std::to_string(kProtocolVersion));
-  }
-}
-
-// Names and sources end up in status replies, logs and the state file: bounded and printable.
-void check_text(const char* what, const std::string& text, size_t max_bytes) {
-  if (text.size() > max_bytes) {
-    throw EngineError(EngineError::kInvalidArgument, std::string(what) + " is " + std::to_string(text.size()) +
-                                                         " bytes long, more than the limit of " + std::to_string(max_bytes));
-  }
-  for (const char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      throw EngineError(EngineError::kInvalidArgument, std::string(what) + " contains a control character");
-    }
-  }
-}
-
-}  // namespace
-
-struct Engine::Dataset {
-  uint32_t index;
-  v1::AddDatasetRequest spec;
-  std::unique_ptr<Source> source;
-  PrepSpec prep;
-  uint64_t item_bytes;  // arena bytes of its largest item (rounded): every item when they are all alike
-  // Raw and own-size datasets: each item's arena bytes (rounded; an item whose size the probe could
-  // not tell counts as the largest). Empty when every item takes item_bytes.
-  std::vector<uint64_t> item_sizes;
-  ImageSize smallest;   // own size: the stored image with the shortest side (for CenterCrop checks)
-  uint32_t smallest_item = 0;
-  std::unique_ptr<Sampler> sampler;
+// A registered dataset and its jobs, by sampler slot.
+struct Engine::Dataset : joader::Dataset {
   std::map<JobSlot, Job*> jobs;
-  std::unordered_set<ItemId> skipped;  // under on_error skip: the items that could not be prepared
-  std::string formats;                 // own size: "JPEG 200, PNG 40"
-  uint64_t unreadable = 0;             // own size: files whose header could not be read (skipped)
-  std::string fingerprint;             // of the item list (source.h)
-  std::string reindexed;               // what a restart's re-index found changed; "" if nothing
-  uint64_t loads = 0, deliveries = 0;  // its part of the daemon's counts: its own L/D
-
-  bool skip_bad_items() const { return spec.on_error() == "skip"; }
-  uint64_t bytes_of(ItemId item) const { return item_sizes.empty() ? item_bytes : item_sizes[item]; }
-  // What k = 0 .. prefetch batches of a job's window reserve: the sum of the k · batch largest items
-  // of its subset (every item when `subset` is empty), a bound on any k · batch of its items, so
-  // that a huge image costs only itself (docs/DAEMON.md, "Memory").
-  std::vector<uint64_t> window_bytes(std::span<const ItemId> subset, uint32_t batch, uint32_t prefetch) const {
-    const uint64_t n = uint64_t{batch} * prefetch;
-    std::vector<uint64_t> sizes;
-    if (item_sizes.empty()) {
-      sizes.assign(std::min<uint64_t>(n, subset.empty() ? source->size() : subset.size()), item_bytes);
-    } else if (subset.empty()) {
-      sizes = item_sizes;
-    } else {
-      sizes.reserve(subset.size());
-      for (ItemId id : subset) sizes.push_back(item_sizes[id]);
-    }
-    const auto top = sizes.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(n, sizes.size()));
-    std::nth_element(sizes.begin(), top - (top == sizes.begin() ? 0 : 1), sizes.end(), std::greater<>());
-    std::sort(sizes.begin(), top, std::greater<>());
-    std::vector<uint64_t> out(prefetch + 1, 0);
-    uint64_t sum = 0;
-    for (uint32_t k = 1; k <= prefetch; ++k) {  // k batches: the k · batch largest (or every item)
-      const uint64_t end = std::min<uint64_t>(uint64_t{k} * batch, sizes.size());
-      for (uint64_t i = std::min<uint64_t>(uint64_t{k - 1} * batch, sizes.size()); i < end; ++i) sum += sizes[i];
-      out[k] = sum;
-    }
-    return out;
-  }
 };
-
-// "item N (path)", as errors about an item name it.
-std::string Engine::item_name(const Dataset& ds, ItemId item) {
-  return "item " + std::to_string(item) + " (" + ds.source->item(item).path + ")";
-}
-
-std::string Engine::item_error(const Dataset& ds, ItemId item, const std::string& what) {
-  return item_name(ds, item) + ": " + what;
-}
 
 struct Engine::Job {
   JobId id;
@@ -128,7 +47,6 @@ struct Engine::Job {
   uint32_t epoch = 0;
   bool closed = false;
   std::optional<EngineError> failure;
-  std::condition_variable cv;        // for next_batch()
   std::function<void()> on_change;   // for poll_batch() callers: see open_job()
 };
 
@@ -191,143 +109,11 @@ void Engine::shutdown() {
 // ---------------------------------------------------------------------------------------------
 // Datasets
 
-v1::DatasetInfo Engine::info(const Dataset& ds) const {
-  v1::DatasetInfo out;
-  out.set_name(ds.spec.name());
-  out.set_source(ds.spec.source());
-  out.set_prep(ds.prep.describe());
-  out.set_items(ds.source->size());
-  for (const std::string& c : ds.source->classes()) out.add_classes(c);
-  if (!ds.prep.raw) {  // 0 × 0 × 3: decoded images at their own size
-    out.set_height(ds.prep.crop);
-    out.set_width(ds.prep.crop);
-    out.set_channels(3);
-  }
-  out.set_raw(ds.prep.raw);
-  out.set_on_error(ds.skip_bad_items() ? "skip" : "fail");
-  out.set_skipped(ds.skipped.size());
-  out.set_formats(ds.formats);
-  out.set_unreadable(ds.unreadable);
-  out.set_fingerprint(ds.fingerprint);
-  out.set_reindexed(ds.reindexed);
-  out.set_loads(ds.loads);
-  out.set_deliveries(ds.deliveries);
-  out.set_active_jobs(ds.jobs.size());
-  return out;
-}
+v1::DatasetInfo Engine::info(const Dataset& ds) const { return dataset_info(ds, ds.jobs.size()); }
 
-// The fields in which a request differs from a registered dataset's, e.g. "on_error fail (this
-// request: skip)"; empty when they are the same dataset.
-static std::string spec_difference(const v1::AddDatasetRequest& have, const v1::AddDatasetRequest& asked) {
-  std::string out;
-  auto field = [&out](const char* name, const std::string& a, const std::string& b) {
-    if (a != b) out += std::string(out.empty() ? "" : ", ") + name + " " + a + " (this request: " + b + ")";
-  };
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  auto mode = [](const v1::AddDatasetRequest& r) { return std::string(r.on_error() == "skip" ? "skip" : "fail"); };
-  field("source", have.source(), asked.source());
-  field("raw", flag(have.raw()), flag(asked.raw()));
-  field("resize", std::to_string(have.resize()), std::to_string(asked.resize()));
-  field("crop", std::to_string(have.crop()), std::to_string(asked.crop()));
-  field("on_error", mode(have), mode(asked));
-  return out;
-}
-
-uint64_t Engine::probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& progress) {
-  uint64_t largest = 0;
-  std::vector<uint8_t> head;
-  const size_t n = ds.source->size();
-  ds.item_sizes.assign(n, 0);
-  std::map<std::string, uint64_t> formats;
-  std::vector<std::string> unreadable;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (i % 1000 == 999) {
-      if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
-      if (progress) progress(i + 1);
-    }
-    auto [width, height] = ds.source->known_image_size(i);
-    if (width == 0) {
-      try {
-        // The frame header is usually within the first 16 KiB; large APP segments (EXIF
-        // thumbnails, ICC profiles) can push it further, and then the whole file is read.
-        ds.source->read_prefix(i, 16 << 10, head);
-        ImageSize size = probe_image(head, ds.prep.max_pixels);
-        if (size.width == 0) {
-          ds.source->read(i, head);
-          size = probe_image(head, ds.prep.max_pixels);
-          if (size.width == 0) {
-            throw PrepError(std::string("corrupt or truncated ") + format_name(sniff_format(head)) +
-                            ": its header is cut short");
-          }
-        }
-        width = size.width;
-        height = size.height;
-        ++formats[format_name(sniff_format(head))];
-      } catch (const std::exception& e) {
-        unreadable.push_back(item_error(ds, i, e.what()));  // refused below, or skipped when loaded
-        continue;
-      }
-    }
-    const ImageSize stored = stored_size(ds.prep, width, height);
-    if (stored.width == 0 || stored.height == 0) continue;
-    const uint64_t pixels = uint64_t{stored.width} * stored.height;
-    if (pixels > kMaxStoredPixels) {
-      throw EngineError(EngineError::kInvalidArgument,
-                        item_name(ds, i) + " would be stored at " +
-                            std::to_string(stored.width) + "×" + std::to_string(stored.height) +
-                            " pixels, more than the limit of " + std::to_string(kMaxStoredPixels) +
-                            " for images stored at their own size: give the dataset a resize");
-    }
-    largest = std::max(largest, pixels * 3);
-    ds.item_sizes[i] = ArenaAllocator::rounded(pixels * 3);
-    if (ds.smallest.width == 0 || std::min(stored.width, stored.height) < std::min(ds.smallest.width, ds.smallest.height)) {
-      ds.smallest = stored;
-      ds.smallest_item = i;
-    }
-  }
-  for (const auto& [format, count] : formats) {
-    ds.formats += (ds.formats.empty() ? "" : ", ") + format + " " + std::to_string(count);
-  }
-  if (!unreadable.empty() && !ds.skip_bad_items()) {
-    std::string some;
-    for (size_t k = 0; k < unreadable.size() && k < 3; ++k) some += (k ? "; " : "") + unreadable[k];
-    throw EngineError(EngineError::kInvalidArgument,
-                      std::to_string(unreadable.size()) + " of " + std::to_string(n) +
-                          " files cannot be read as images: " + some + (unreadable.size() > 3 ? "; ..." : "") +
-                          " — remove them, or add the dataset with on_error skip to leave them out");
-  }
-  for (const std::string& what : unreadable) {
-    std::fprintf(stderr, "joader: dataset %s: skipping %s\n", ds.spec.name().c_str(), what.c_str());
-  }
-  ds.unreadable = unreadable.size();
-  if (largest == 0) largest = 1 << 20;  // nothing could be probed: every load will fail or be skipped
-  for (uint64_t& size : ds.item_sizes) {
-    if (size == 0) size = ArenaAllocator::rounded(largest);  // unknown: as the largest
-  }
-  return largest;
-}
 
 v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress) {
-  check_protocol(req.protocol_version());
-  if (req.name().empty()) throw EngineError(EngineError::kInvalidArgument, "a dataset needs a name");
-  check_text("the dataset name", req.name(), kMaxNameBytes);
-  check_text("the source", req.source(), kMaxSourceBytes);
-  if (const auto path = source_path(req.source()); path && !path->empty() && path->front() != '/') {
-    throw EngineError(EngineError::kInvalidArgument,
-                      "the source path '" + *path + "' is relative, and the daemon's working directory is not the " +
-                          "caller's: give an absolute path (the joader command and the Python and C++ clients make " +
-                          "relative paths absolute themselves)");
-  }
-  if (req.on_error() != "" && req.on_error() != "fail" && req.on_error() != "skip") {
-    throw EngineError(EngineError::kInvalidArgument, "the on-error mode must be 'fail' or 'skip', not '" + req.on_error() + "'");
-  }
-  if (req.crop() > kMaxAugmentSize || req.resize() > kMaxAugmentSize) {
-    throw EngineError(EngineError::kInvalidArgument, "resize and crop must be at most " +
-                                                         std::to_string(kMaxAugmentSize) + " pixels");
-  }
-  if (req.raw() && (req.crop() != 0 || req.resize() != 0)) {
-    throw EngineError(EngineError::kInvalidArgument, "a raw dataset passes the stored bytes through: it takes no resize or crop");
-  }
+  check_add_request(req);
   // A registered dataset of this name: refused when its spec differs, else returned (an identical
   // re-add, answered once the source is indexed again and its item list compared).
   auto check_duplicate = [&]() -> const Dataset* {
@@ -335,16 +121,17 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     auto it = datasets_.find(req.name());
     if (it == datasets_.end()) return nullptr;
     if (const std::string diff = spec_difference(it->second->spec, req); !diff.empty()) {
-      throw EngineError(EngineError::kAlreadyExists, "dataset '" + req.name() + "' already exists with " + diff +
-                                                         "; remove it first or choose another name");
+      throw EngineError(EngineError::kAlreadyExists,
+                        fmt::format("dataset '{}' already exists with {}; remove it first or choose another name",
+                                    req.name(), diff));
     }
     return it->second.get();
   };
   auto check_room = [&] {
     mu_.assert_held();
     if (datasets_.size() >= kMaxDatasets) {
-      throw EngineError(EngineError::kResourceExhausted, "the daemon already has " + std::to_string(kMaxDatasets) +
-                                                             " datasets, its limit: remove one first");
+      throw EngineError(EngineError::kResourceExhausted,
+                        fmt::format("the daemon already has {} datasets, its limit: remove one first", kMaxDatasets));
     }
   };
   {
@@ -352,35 +139,25 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     if (!check_duplicate()) check_room();
   }
 
+  // Indexing and probing: outside the lock, abandoned when the daemon stops.
+  const auto indexing = [&](size_t n) {
+    if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
+    if (progress) progress(n);
+  };
   auto ds = std::make_unique<Dataset>();
-  ds->spec = req;
-  ds->prep.raw = req.raw();
-  ds->prep.resize = req.resize();
-  ds->prep.crop = req.crop();
-  try {
-    ds->source = options_.open_source(
-        req.source(),
-        [&](size_t n) {
-          if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
-          if (progress) progress(n);
-        },
-        options_.data_root);  // indexing: outside the lock
-  } catch (const SourceError& e) {
-    throw EngineError(EngineError::kInvalidArgument, e.what());
-  }
-  ds->fingerprint = fingerprint(*ds->source);
+  open_dataset(*ds, req, options_.open_source, options_.data_root, indexing);
   // The same item list is the same dataset (a no-op); another one would silently give the ids jobs
   // hold (a resume, a train/val split) other files.
   auto answer_existing = [&](const Dataset& existing) {
     mu_.assert_held();
     if (existing.fingerprint != ds->fingerprint) {
-      throw EngineError(EngineError::kFailedPrecondition,
-                        "dataset '" + req.name() + "' already exists with " + std::to_string(existing.source->size()) +
-                            " items (fingerprint " + existing.fingerprint + "), but its source now lists " +
-                            std::to_string(ds->source->size()) + " (fingerprint " + ds->fingerprint +
-                            "): its files changed since it was added, and the item ids jobs use would name other "
-                            "files. Remove the dataset and add it again once no job uses it, or add the new list "
-                            "under another name");
+      throw EngineError(
+          EngineError::kFailedPrecondition,
+          fmt::format("dataset '{}' already exists with {} items (fingerprint {}), but its source now lists {} "
+                      "(fingerprint {}): its files changed since it was added, and the item ids jobs use would name "
+                      "other files. Remove the dataset and add it again once no job uses it, or add the new list "
+                      "under another name",
+                      req.name(), existing.source->size(), existing.fingerprint, ds->source->size(), ds->fingerprint));
     }
     v1::DatasetInfo out = info(existing);
     out.set_existed(true);
@@ -390,36 +167,21 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     MutexLock lk(mu_);
     if (const Dataset* existing = check_duplicate()) return answer_existing(*existing);
   }
-  const size_t n = ds->source->size();
-  uint64_t largest = prepared_size(ds->prep);
-  if (ds->prep.raw) {
-    for (uint32_t i = 0; i < n; ++i) largest = std::max(largest, ds->source->item(i).size);
-    if (largest == 0) largest = 1 << 20;  // sizes unknown until read (synthetic): reserve 1 MiB per item
-    ds->item_sizes.resize(n);
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint64_t size = ds->source->item(i).size;
-      ds->item_sizes[i] = ArenaAllocator::rounded(std::max<uint64_t>(size == 0 ? largest : size, 1));
-    }
-  }
-  if (own_size(ds->prep)) largest = probe_stored_sizes(*ds, progress);
-  ds->item_bytes = ArenaAllocator::rounded(std::max<uint64_t>(largest, 1));
-  if (std::all_of(ds->item_sizes.begin(), ds->item_sizes.end(), [&](uint64_t b) { return b == ds->item_bytes; })) {
-    ds->item_sizes.clear();
-  }
+  size_items(*ds, indexing);
 
   MutexLock lk(mu_);
   if (const Dataset* existing = check_duplicate()) return answer_existing(*existing);  // added meanwhile
   check_room();
   if (ds->item_bytes > store_->capacity()) {
     throw EngineError(EngineError::kResourceExhausted,
-                      "an item of dataset '" + req.name() + "' needs " + std::to_string(ds->item_bytes) +
-                          " bytes, more than the whole cache (" + std::to_string(store_->capacity()) +
-                          " bytes): start the daemon with a larger --cache-size");
+                      fmt::format("an item of dataset '{}' needs {} bytes, more than the whole cache ({} bytes): start "
+                                  "the daemon with a larger --cache-size",
+                                  req.name(), ds->item_bytes, store_->capacity()));
   }
   ds->index = static_cast<uint32_t>(dataset_by_index_.size());
   const uint64_t seed = options_.seed ? *options_.seed * 0x9e3779b97f4a7c15ULL + ds->index + 1
                                       : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
-  ds->sampler = make_sampler(options_.sampler, static_cast<uint32_t>(n), seed);
+  ds->sampler = make_sampler(options_.sampler, static_cast<uint32_t>(ds->source->size()), seed);
   ds->sampler->set_observer(store_->observer_for(ds->index));
   dataset_by_index_.push_back(ds.get());
   auto& slot = datasets_[req.name()] = std::move(ds);
@@ -478,11 +240,11 @@ void Engine::restore_datasets(const std::function<void(const std::string&, const
       MutexLock lk(mu_);
       const auto it = datasets_.find(s.spec.name());
       if (it == datasets_.end()) continue;  // removed meanwhile
-      it->second->reindexed = "its files changed while the daemon was down: re-indexed at its start, it lists " +
-                              std::to_string(added.items()) + " items (fingerprint " + added.fingerprint() +
-                              "), it listed " + std::to_string(s.items) + " (fingerprint " + s.fingerprint +
-                              ") when saved; item ids may name other files than before, and jobs saved before "
-                              "cannot resume on it";
+      it->second->reindexed = fmt::format(
+          "its files changed while the daemon was down: re-indexed at its start, it lists {} items (fingerprint {}), "
+          "it listed {} (fingerprint {}) when saved; item ids may name other files than before, and jobs saved "
+          "before cannot resume on it",
+          added.items(), added.fingerprint(), s.items, s.fingerprint);
     } catch (const EngineError& e) {
       on_error(s.spec.name(), e.what());
     }
@@ -500,11 +262,11 @@ void Engine::remove_dataset(const std::string& name) {
   check_text("the dataset name", name, kMaxNameBytes);
   MutexLock lk(mu_);
   auto it = datasets_.find(name);
-  if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, "unknown dataset '" + name + "'");
+  if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, fmt::format("unknown dataset '{}'", name));
   Dataset& ds = *it->second;
   if (!ds.jobs.empty()) {
-    throw EngineError(EngineError::kFailedPrecondition, "dataset '" + name + "' has " +
-                                                            std::to_string(ds.jobs.size()) + " active job(s)");
+    throw EngineError(EngineError::kFailedPrecondition,
+                      fmt::format("dataset '{}' has {} active job(s)", name, ds.jobs.size()));
   }
   store_->discard_unpinned(ds.index);  // free its cached items now
   // Loads still in flight may point at the dataset: keep the object until they are done.
@@ -527,7 +289,6 @@ void Engine::reap_retired() {
 // Jobs
 
 void Engine::wake(Job& j) {
-  j.cv.notify_all();
   if (j.on_change) j.on_change();
 }
 
@@ -567,9 +328,9 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   if (window_bytes[1] > store_->capacity()) {
     ds.sampler->remove_job(slot);
     throw EngineError(EngineError::kResourceExhausted,
-                      "one batch of " + std::to_string(req.batch_size()) + " items needs up to " +
-                          std::to_string(window_bytes[1]) + " bytes (its largest items), more than the cache (" +
-                          std::to_string(store_->capacity()) + " bytes): use a smaller batch or a larger --cache-size");
+                      fmt::format("one batch of {} items needs up to {} bytes (its largest items), more than the "
+                                  "cache ({} bytes): use a smaller batch or a larger --cache-size",
+                                  req.batch_size(), window_bytes[1], store_->capacity()));
   }
   auto job = std::make_shared<Job>();
   job->id = next_job_id_++;
@@ -606,73 +367,6 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   return job->id;
 }
 
-static std::vector<AugmentOp> augment_ops(const google::protobuf::RepeatedPtrField<v1::AugmentOp>& ops) {
-  std::vector<AugmentOp> out;
-  for (const v1::AugmentOp& m : ops) {
-    AugmentOp op;
-    op.kind = static_cast<AugmentOp::Kind>(m.kind());
-    op.size = m.size();
-    op.scale_min = m.scale_min();
-    op.scale_max = m.scale_max();
-    op.ratio_min = m.ratio_min();
-    op.ratio_max = m.ratio_max();
-    op.p = m.p();
-    if (m.jitter_size() == int(op.jitter.size())) std::copy(m.jitter().begin(), m.jitter().end(), op.jitter.begin());
-    op.set_params(std::vector<double>(m.params().begin(), m.params().end()));
-    out.push_back(op);
-  }
-  return out;
-}
-
-std::string Engine::check_augment(const v1::Register& req, const Dataset& ds) const {
-  std::string python;
-  for (const std::string& name : req.python_augment()) python += (python.empty() ? "" : ", ") + name;
-  if (!python.empty()) python = "in Python: " + python;
-  if (req.augment().empty()) return python;
-  for (const v1::AugmentOp& m : req.augment()) {
-    if (!v1::AugmentOp::Kind_IsValid(m.kind())) {
-      throw EngineError(EngineError::kInvalidArgument, "augment: unknown op kind " + std::to_string(m.kind()));
-    }
-  }
-  if (ds.prep.raw) {
-    throw EngineError(EngineError::kInvalidArgument, "augment needs a decoded dataset, and '" + ds.spec.name() +
-                                                         "' stores raw bytes: add one with a resize or without prep");
-  }
-  std::vector<AugmentOp> ops;
-  try {
-    ops = augment_ops(req.augment());
-    validate_pipeline(ops);
-  } catch (const PrepError& e) {
-    throw EngineError(EngineError::kInvalidArgument, std::string("augment: ") + e.what());
-  }
-  // A CenterCrop applied to the stored image itself must fit in every stored image: torchvision
-  // would pad the smaller ones with zeros, which a training job hardly wants. A RandomCrop that
-  // cannot pad enough would fail on such an image (as torchvision's does): refused here instead.
-  const AugmentOp& first = ops.front();
-  const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
-  if (first.kind == AugmentOp::kRandomCrop && smallest.width != 0) {
-    try {
-      random_crop_padding(first, smallest.width, smallest.height);
-    } catch (const PrepError& e) {
-      throw EngineError(EngineError::kInvalidArgument,
-                        std::string("augment: ") + e.what() + "; that is the smallest image '" + ds.spec.name() +
-                            "' stores" + (own_size(ds.prep) ? " (item " + std::to_string(ds.smallest_item) + ")" : ""));
-    }
-  }
-  if (first.kind == AugmentOp::kCenterCrop) {
-    if (smallest.width != 0 && first.size > std::min(smallest.width, smallest.height)) {
-      throw EngineError(EngineError::kInvalidArgument,
-                        "augment: CenterCrop(" + std::to_string(first.size) + ") is larger than the smallest image '" +
-                            ds.spec.name() + "' stores (" + std::to_string(smallest.width) + "×" +
-                            std::to_string(smallest.height) +
-                            (own_size(ds.prep) ? ", item " + std::to_string(ds.smallest_item) : std::string()) +
-                            "): put a Resize first or crop less");
-    }
-  }
-  std::string text;
-  for (const AugmentOp& op : ops) text += (text.empty() ? "" : ", ") + op.describe();
-  return python.empty() ? text : text + "; " + python;
-}
 
 std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
   auto it = jobs_.find(id);
@@ -820,17 +514,15 @@ std::string Engine::no_room_for_job(const Job& j) const {
   std::sort(holders.begin(), holders.end(), [](const Holder& a, const Holder& b) { return a.idle > b.idle; });
   std::string who;
   for (size_t i = 0; i < holders.size() && i < 8; ++i) {
-    char idle[32];
-    std::snprintf(idle, sizeof idle, "%.0f", holders[i].idle);
-    who += (who.empty() ? "" : ", ") + holders[i].job->name + " (" +
-           std::to_string(dispatcher_.queued(holders[i].job->id)) + " items, idle " + idle + " s)";
+    who += fmt::format("{}{} ({} items, idle {:.0f} s)", who.empty() ? "" : ", ", holders[i].job->name,
+                       dispatcher_.queued(holders[i].job->id), holders[i].idle);
   }
-  if (holders.size() > 8) who += " and " + std::to_string(holders.size() - 8) + " more";
-  return "no room in the cache for a batch of job " + j.name + ": " + std::to_string(dispatcher_.reserved_bytes()) +
-         " of " + std::to_string(store_->capacity()) + " bytes are reserved by the items other jobs hold" +
-         (who.empty() ? std::string() : " — " + who) +
-         "; close loaders that are not in use or end them with `joader job rm NAME` (idle ones keep only the batches they were sent), use a smaller "
-         "batch or prefetch, or start the daemon with a larger --cache-size";
+  if (holders.size() > 8) who += fmt::format(" and {} more", holders.size() - 8);
+  return fmt::format("no room in the cache for a batch of job {}: {} of {} bytes are reserved by the items other jobs "
+                     "hold{}; close loaders that are not in use or end them with `joader job rm NAME` (idle ones "
+                     "keep only the batches they were sent), use a smaller batch or prefetch, or start the daemon "
+                     "with a larger --cache-size",
+                     j.name, dispatcher_.reserved_bytes(), store_->capacity(), who.empty() ? "" : " — " + who);
 }
 
 void Engine::fill_window(Job& j) {
@@ -863,7 +555,6 @@ void Engine::update_waiting(Job& j) {
 
 void Engine::loader_loop() {
   std::vector<uint8_t> raw, prepared;
-  ImageSize shape;
   MutexLock lk(mu_);
   for (;;) {
     if (!retired_.empty()) reap_retired();  // the last load of a removed dataset may just have ended
@@ -892,23 +583,13 @@ void Engine::loader_loop() {
       }
     }
     lk.unlock();
-    std::string error;
-    const auto load_start = Clock::now();
-    try {
-      ds->source->read(item, raw);
-      if (claimed && claimed->extents.size() == 1) {
-        const Extent& block = claimed->extents.front();
-        shape = prepare_into(ds->prep, raw, {arena_.data() + block.offset, block.length});
-      } else {
-        shape = prepare(ds->prep, raw, prepared);
-        if (claimed) copy_in(claimed->extents, prepared);  // split between blocks: pinned, so no lock needed
-      }
-    } catch (const SourceError& e) {
-      error = e.names_item() ? e.what() : item_error(*ds, item, e.what());
-    } catch (const std::exception& e) {  // PrepError: a file that does not decode
-      error = item_error(*ds, item, e.what());
-    }
-    const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+    std::span<uint8_t> block;
+    if (claimed && claimed->extents.size() == 1) block = {arena_.data() + claimed->extents[0].offset, claimed->extents[0].length};
+    const LoadedItem loaded = load_item(*ds, item, block, raw, prepared);
+    // Split between blocks: prepared, then copied (pinned, so no lock needed).
+    if (claimed && block.empty() && loaded.error.empty()) copy_in(claimed->extents, prepared);
+    const ImageSize shape = loaded.shape;
+    std::string error = loaded.error;
     lk.lock();
     // Shutting down: take nothing more, and give back what was claimed. (Blocks taken and then
     // abandoned on seeing stopping_ would be arena bytes no cache entry accounts for.)
@@ -916,9 +597,7 @@ void Engine::loader_loop() {
       if (claimed) discard(key);
       return;
     }
-    load_seconds_sum_ += load_seconds;
-    ++load_counts_[std::lower_bound(std::begin(kLoadBounds), std::end(kLoadBounds), load_seconds) -
-                   std::begin(kLoadBounds)];
+    load_times_.add(loaded.seconds);
     if (claimed) {
       if (error.empty()) {
         store_->unpin(key);
@@ -933,9 +612,9 @@ void Engine::loader_loop() {
     const uint64_t size = prepared.size();
     const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
     if (error.empty() && rsize > ds->bytes_of(item)) {  // the reservations would not cover it
-      error = item_error(*ds, item, "prepared size " + std::to_string(size) + " bytes is more than the " +
-                                        std::to_string(ds->bytes_of(item)) +
-                                        " bytes its header gave when the dataset was added (did the file change?)");
+      error = ds->item_error(item, fmt::format("prepared size {} bytes is more than the {} bytes its header gave "
+                                               "when the dataset was added (did the file change?)",
+                                               size, ds->bytes_of(item)));
     }
     if (!error.empty()) {
       finish_load(key, false, error);
@@ -1005,11 +684,10 @@ void Engine::copy_in(const std::vector<Extent>& extents, const std::vector<uint8
 }
 
 std::string Engine::no_room(const Dataset& ds, ItemId item, uint64_t rsize) const {
-  return item_error(ds, item,
-                    "no room for its " + std::to_string(rsize) + " bytes in the cache for 30 s: " +
-                        std::to_string(store_->pinned_bytes()) + " of " + std::to_string(store_->capacity()) +
-                        " bytes are held by items that jobs have not acknowledged (start the daemon with a larger "
-                        "--cache-size)");
+  return ds.item_error(item, fmt::format("no room for its {} bytes in the cache for 30 s: {} of {} bytes are held "
+                                        "by items that jobs have not acknowledged (start the daemon with a larger "
+                                        "--cache-size)",
+                                        rsize, store_->pinned_bytes(), store_->capacity()));
 }
 
 void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
@@ -1021,7 +699,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
       // Every job that was to receive the item misses it; each file is counted and logged once.
       ++n_skipped_;
       std::fprintf(stderr, "joader: dataset %s: skipping %s\n", load.dataset->spec.name().c_str(),
-                   (error.empty() ? item_name(*load.dataset, load.item) : error).c_str());
+                   (error.empty() ? load.dataset->item_name(load.item) : error).c_str());
     }
     for (auto [job, entry] : load.waiters) {
       entry->state = Entry::kFailed;
@@ -1067,18 +745,6 @@ bool Engine::batch_ready(Job& j, size_t* take) {
     }
   }
   return false;
-}
-
-bool Engine::next_batch(JobId id, BatchOut* out) {
-  MutexLock lk(mu_);
-  std::shared_ptr<Job> job = find_job(id);
-  for (;;) {
-    switch (take_batch(*job, out)) {
-      case Poll::kBatch: return true;
-      case Poll::kDone: return false;
-      case Poll::kWait: job->cv.wait(lk.native());
-    }
-  }
 }
 
 Engine::Poll Engine::poll_batch(JobId id, BatchOut* out) {
@@ -1181,7 +847,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
   if (std::isfinite(wait_seconds) && wait_seconds > 0) job->wait_seconds += wait_seconds;
   auto it = job->sent.find(seq);
   if (it == job->sent.end()) {
-    throw EngineError(EngineError::kInvalidArgument, "acknowledgement of unknown batch " + std::to_string(seq));
+    throw EngineError(EngineError::kInvalidArgument, fmt::format("acknowledgement of unknown batch {}", seq));
   }
   for (const Entry& e : it->second) store_->unpin(cache_key(job->ds->index, e.item));
   dispatcher_.acknowledged(id, it->second.size(), now());
@@ -1270,15 +936,7 @@ v1::StatusReply Engine::status() {
   out.set_split_items(store_->split_items());
   out.set_cached_items(store_->items());
   out.set_cached_blocks(store_->blocks());
-  v1::LoadHistogram* h = out.mutable_load_seconds();
-  uint64_t loads_timed = 0;
-  for (double b : kLoadBounds) h->add_bounds(b);
-  for (uint64_t c : load_counts_) {
-    h->add_counts(c);
-    loads_timed += c;
-  }
-  h->set_sum(load_seconds_sum_);
-  h->set_count(loads_timed);
+  load_times_.write(out.mutable_load_seconds());
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_policy(options_.policy);
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());

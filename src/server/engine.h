@@ -48,28 +48,14 @@
 #include "joader.pb.h"
 #include "prep/image_prep.h"
 #include "sampler/sampler.h"
+#include "ipc/item_store.h"
 #include "ipc/shared_arena.h"
-#include "server/item_store.h"
+#include "server/catalog.h"
+#include "server/engine_error.h"
+#include "server/item_loader.h"
 #include "source/source.h"
 
 namespace joader {
-
-// An error for the client: a gRPC-like code and a one-line message.
-class EngineError : public std::runtime_error {
- public:
-  enum Code { kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition, kResourceExhausted, kDataLoss, kUnavailable };
-  EngineError(Code code, const std::string& message) : std::runtime_error(message), code_(code) {}
-  Code code() const { return code_; }
-
- private:
-  Code code_;
-};
-
-inline constexpr size_t kMaxDatasets = 1024;      // registered at once
-inline constexpr size_t kMaxNameBytes = 256;      // dataset and job names
-inline constexpr size_t kMaxSourceBytes = 4096;   // a source spec (PATH_MAX)
-// Images stored at their own size: at most 8192 × 8192 pixels (192 MiB) each.
-inline constexpr uint64_t kMaxStoredPixels = uint64_t{8192} * 8192;
 
 struct EngineOptions {
   uint64_t cache_bytes = 512ull << 20;
@@ -150,11 +136,10 @@ class Engine {
   // ended), from any of the Engine's threads with its lock held: it must return quickly and must
   // not call the Engine (hand the job to a thread that polls it).
   JobId open_job(const v1::Register& request, v1::Registered* reply, std::function<void()> on_change = {});
-  // Blocks for the job's next batch. Returns false once the job has delivered its last epoch and
-  // every batch is acknowledged; throws EngineError if the job failed (bad item, shutdown), or
+  // The job's next batch, without blocking: kBatch (out filled), kWait when it is not ready yet
+  // (on_change tells when to poll again), kDone once the job has delivered its last epoch and
+  // every batch is acknowledged. Throws EngineError if the job failed (bad item, shutdown), or
   // kUnavailable "job closed" once it is closed.
-  bool next_batch(JobId job, BatchOut* out);
-  // next_batch() without blocking: kWait when the next batch is not ready yet.
   enum class Poll { kBatch, kWait, kDone };
   Poll poll_batch(JobId job, BatchOut* out);
   // wait_seconds: how long the client waited for that batch (summed per job for status).
@@ -229,17 +214,10 @@ class Engine {
   // Throws the error of a job end_job() ended, if `id` is one (its stream not closed yet).
   void throw_if_ended(JobId id) const JOADER_REQUIRES(mu_);
   v1::DatasetInfo info(const Dataset& ds) const JOADER_REQUIRES(mu_);
-  static std::string item_name(const Dataset& ds, ItemId item);                           // "item N (path)"
-  static std::string item_error(const Dataset& ds, ItemId item, const std::string& what);  // "item N (path): what"
   // When options_.check_invariants: the item store's (cached items hold exactly their
   // arena blocks), each job's decided items are what the dispatcher counts, the planned entries
   // are NextUses' planned uses, the reservations fit in the arena. Aborts naming `after` (the operation just done) when one does not hold.
   void check_invariants(const char* after) const JOADER_REQUIRES(mu_);
-  // Own-size datasets: reads each item's header (outside the lock) and returns the largest stored
-  // size in bytes; sets ds.smallest. Throws EngineError naming an item above kMaxStoredPixels.
-  uint64_t probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& progress) JOADER_EXCLUDES(mu_);
-  // Checks a job's augmentation against its dataset; returns its description.
-  std::string check_augment(const v1::Register& req, const Dataset& ds) const JOADER_REQUIRES(mu_);
   void save_datasets() const JOADER_REQUIRES(mu_);
   void reap_retired() JOADER_REQUIRES(mu_);  // frees removed datasets that no load refers to any more
 
@@ -266,12 +244,7 @@ class Engine {
   std::deque<CacheKey> tasks_ JOADER_GUARDED_BY(mu_);
   uint64_t n_loads_ JOADER_GUARDED_BY(mu_) = 0, n_deliveries_ JOADER_GUARDED_BY(mu_) = 0, n_hits_ JOADER_GUARDED_BY(mu_) = 0,
            n_skipped_ JOADER_GUARDED_BY(mu_) = 0, n_space_waits_ JOADER_GUARDED_BY(mu_) = 0;
-  // Seconds to read and prepare each load (kLoadBounds[i] is the upper bound of bucket i; one more
-  // bucket for the rest).
-  static constexpr double kLoadBounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
-                                           0.1,    0.25,  0.5,   1,     2.5,  5,    10};
-  uint64_t load_counts_[std::size(kLoadBounds) + 1] JOADER_GUARDED_BY(mu_) = {};
-  double load_seconds_sum_ JOADER_GUARDED_BY(mu_) = 0;
+  LoadHistogram load_times_ JOADER_GUARDED_BY(mu_);  // seconds to read and prepare each load
 
   std::thread dispatch_thread_;
   std::vector<std::thread> loaders_;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <memory>
 #include <functional>
 #include <tuple>
 #include <map>
@@ -20,6 +22,52 @@
 
 namespace joader {
 namespace {
+
+// Jobs read with a blocking loop, as a thread per job would: Engine::poll_batch, woken by the
+// job's on_change (which the Engine calls with its lock held, so it only counts and notifies).
+struct Waiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t changes = 0;
+};
+std::mutex waiters_mu;
+std::map<std::pair<const Engine*, Engine::JobId>, std::shared_ptr<Waiter>> waiters;
+
+Engine::JobId open_job(Engine& engine, const v1::Register& request, v1::Registered* reply) {
+  auto w = std::make_shared<Waiter>();
+  const Engine::JobId id = engine.open_job(request, reply, [w] {
+    std::lock_guard lk(w->mu);
+    ++w->changes;
+    w->cv.notify_all();
+  });
+  std::lock_guard lk(waiters_mu);
+  waiters[{&engine, id}] = w;
+  return id;
+}
+
+// Blocks for the job's next batch: false once it is done; throws the job's EngineError.
+bool next_batch(Engine& engine, Engine::JobId id, BatchOut* out) {
+  std::shared_ptr<Waiter> w;
+  {
+    std::lock_guard lk(waiters_mu);
+    w = waiters.at({&engine, id});
+  }
+  for (;;) {
+    uint64_t seen;
+    {
+      std::lock_guard lk(w->mu);
+      seen = w->changes;
+    }
+    switch (engine.poll_batch(id, out)) {
+      case Engine::Poll::kBatch: return true;
+      case Engine::Poll::kDone: return false;
+      case Engine::Poll::kWait: {
+        std::unique_lock lk(w->mu);
+        w->cv.wait(lk, [&] { return w->changes != seen; });
+      }
+    }
+  }
+}
 
 EngineOptions small_engine() {
   EngineOptions o;
@@ -73,7 +121,7 @@ std::map<uint32_t, std::multiset<uint32_t>> run_job(Engine& engine, Engine::JobI
   });
   BatchOut b;
   size_t batches = 0;
-  while ((stop_after == 0 || batches < stop_after) && engine.next_batch(id, &b)) {
+  while ((stop_after == 0 || batches < stop_after) && next_batch(engine, id, &b)) {
     epochs[b.epoch].insert(b.ids.begin(), b.ids.end());
     if (check) check(b);
     ++batches;
@@ -111,7 +159,7 @@ TEST_P(EngineConcurrency, JobsOnManyThreadsGetExactEpochsWhileOthersLeaveAndData
   for (int j = 0; j < 4; ++j) {
     jobs.emplace_back([&, j] {
       v1::Registered reply;
-      const Engine::JobId id = engine.open_job(job_request("main", 5 + j * 4, 2, 1 + j), &reply);
+      const Engine::JobId id = open_job(engine, job_request("main", 5 + j * 4, 2, 1 + j), &reply);
       results[j] = run_job(engine, id);
     });
   }
@@ -120,10 +168,10 @@ TEST_P(EngineConcurrency, JobsOnManyThreadsGetExactEpochsWhileOthersLeaveAndData
   std::thread churn([&] {
     for (int round = 0; running || round < 3; ++round) {
       v1::Registered reply;
-      run_job(engine, engine.open_job(job_request("main", 3, 0, 2), &reply), 4);
+      run_job(engine, open_job(engine, job_request("main", 3, 0, 2), &reply), 4);
       const std::string name = "tmp" + std::to_string(round % 3);
       engine.add_dataset(synthetic(name, 3000), {});
-      run_job(engine, engine.open_job(job_request(name, 16, 0, 2), &reply), 2);
+      run_job(engine, open_job(engine, job_request(name, 16, 0, 2), &reply), 2);
       engine.remove_dataset(name);
     }
   });
@@ -178,8 +226,8 @@ TEST(EngineShutdown, WakesEveryWaitingJobWithServerShuttingDown) {
       std::optional<Engine::JobId> id;
       BatchOut b;
       try {
-        id = engine.open_job(job_request("main", 10, 0, 1), &reply);
-        while (engine.next_batch(*id, &b)) {
+        id = open_job(engine, job_request("main", 10, 0, 1), &reply);
+        while (next_batch(engine, *id, &b)) {
         }  // never acknowledged: the job stalls once its prefetch is delivered
       } catch (const EngineError& e) {
         if (std::string(e.what()) == "server shutting down") ++told;
@@ -260,7 +308,7 @@ TEST(EngineShutdown, ALoadEndingDuringShutdownLeavesTheArenaAccountsBalanced) {
   Engine engine(o);
   engine.add_dataset(synthetic("main", 10), {});
   v1::Registered reply;
-  const Engine::JobId id = engine.open_job(job_request("main", 1, 1, 1), &reply);
+  const Engine::JobId id = open_job(engine, job_request("main", 1, 1, 1), &reply);
   gate->wait_for_a_read();
   engine.close_job(id);  // the load in flight now has no job waiting for it
   std::thread stopper([&] { engine.shutdown(); });  // waits for the loader
@@ -333,7 +381,7 @@ TEST(EngineMemory, JobsGetExactEpochsOnACacheOfExactlyTheirBatchesWhileLoadsFini
       return std::thread([&, name, r, stop_after, pause_ms, start_ms] {
         std::this_thread::sleep_for(std::chrono::milliseconds(start_ms));
         v1::Registered reply;
-        auto epochs = run_job(engine, engine.open_job(r, &reply), stop_after, pause_ms, seed * 100 + name.size());
+        auto epochs = run_job(engine, open_job(engine, r, &reply), stop_after, pause_ms, seed * 100 + name.size());
         std::lock_guard lk(got_mu);
         got[name] = std::move(epochs);
       });
@@ -344,8 +392,8 @@ TEST(EngineMemory, JobsGetExactEpochsOnACacheOfExactlyTheirBatchesWhileLoadsFini
     threads.push_back(job("late", subset(job_request("photos", 2, 2, 2), 10, 30, 1), 0, 3, 150));
     threads.push_back(std::thread([&] {  // leaves after 5 batches, then another job takes its place
       v1::Registered reply;
-      run_job(engine, engine.open_job(job_request("photos", 4, 0, 4), &reply), 5, 1, seed);
-      auto epochs = run_job(engine, engine.open_job(job_request("photos", 4, 2, 2), &reply), 0, 4, seed + 7);
+      run_job(engine, open_job(engine, job_request("photos", 4, 0, 4), &reply), 5, 1, seed);
+      auto epochs = run_job(engine, open_job(engine, job_request("photos", 4, 2, 2), &reply), 0, 4, seed + 7);
       std::lock_guard lk(got_mu);
       got["rejoined"] = std::move(epochs);
     }));
@@ -454,7 +502,7 @@ TEST(EngineMemory, ImagesOfVeryDifferentSizesNeverWaitOnFragmentation) {
     threads.emplace_back([&, name, batch, epochs, start_ms] {
       std::this_thread::sleep_for(std::chrono::milliseconds(start_ms));
       v1::Registered reply;
-      auto e = run_job(engine, engine.open_job(job_request("varied", batch, epochs, 2), &reply), 0, 2, batch, check_bytes);
+      auto e = run_job(engine, open_job(engine, job_request("varied", batch, epochs, 2), &reply), 0, 2, batch, check_bytes);
       std::lock_guard lk(got_mu);
       got[name] = std::move(e);
     });
@@ -462,7 +510,7 @@ TEST(EngineMemory, ImagesOfVeryDifferentSizesNeverWaitOnFragmentation) {
   threads.emplace_back([&] {  // a job that leaves mid-epoch, twice
     for (int round = 0; round < 2; ++round) {
       v1::Registered reply;
-      run_job(engine, engine.open_job(job_request("varied", 2, 0, 3), &reply), 5, 1, round, check_bytes);
+      run_job(engine, open_job(engine, job_request("varied", 2, 0, 3), &reply), 5, 1, round, check_bytes);
     }
   });
   for (auto& t : threads) t.join();
@@ -502,7 +550,7 @@ TEST(EngineMemory, ItemsOfManySizesTakeAtMostFourArenaBlocksEachWhileOthersCanBe
   for (uint64_t seed = 0; seed < 2; ++seed) {
     threads.emplace_back([&, seed] {
       v1::Registered reply;
-      const auto epochs = run_job(engine, engine.open_job(job_request("varied", 1, 40, 1), &reply), 0, 0, seed,
+      const auto epochs = run_job(engine, open_job(engine, job_request("varied", 1, 40, 1), &reply), 0, 0, seed,
                                   count_blocks);
       EXPECT_EQ(epochs.size(), 40u);
     });
@@ -535,7 +583,7 @@ TEST(EngineMemory, OneHugeImageCostsAJobsReservationOnlyItself) {
   for (uint32_t id = 1; id < 40; ++id) small_ones.add_ids(id);
   std::map<uint32_t, std::multiset<uint32_t>> got_all, got_small;
   v1::Registered r1, r2;
-  const Engine::JobId a = engine.open_job(everything, &r1), b = engine.open_job(small_ones, &r2);
+  const Engine::JobId a = open_job(engine, everything, &r1), b = open_job(engine, small_ones, &r2);
   std::thread t([&] { got_small = run_job(engine, b); });
   got_all = run_job(engine, a);
   t.join();
@@ -592,12 +640,12 @@ TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSpl
   for (uint64_t seed = 0; seed < 2; ++seed) {
     threads.emplace_back([&, seed] {
       v1::Registered reply;
-      run_job(engine, engine.open_job(job_request("varied", 1, 20, 1), &reply), 0, 0, seed);
+      run_job(engine, open_job(engine, job_request("varied", 1, 20, 1), &reply), 0, 0, seed);
     });
   }
   threads.emplace_back([&] {
     v1::Registered reply;
-    const auto epochs = run_job(engine, engine.open_job(job_request("crops", 1, 10, 1), &reply), 0, 0, 7, check_bytes);
+    const auto epochs = run_job(engine, open_job(engine, job_request("crops", 1, 10, 1), &reply), 0, 0, 7, check_bytes);
     EXPECT_EQ(epochs.size(), 10u);
   });
   for (auto& t : threads) t.join();
@@ -614,9 +662,9 @@ TEST(EngineJobs, EndJobReleasesAJobAtOnceAndItsOwnCallsSayWhoEndedIt) {
   v1::Register req = job_request("s", 8, 0, 2);
   req.set_name("stale");
   v1::Registered reply;
-  const Engine::JobId id = engine.open_job(req, &reply);
+  const Engine::JobId id = open_job(engine, req, &reply);
   BatchOut b;
-  ASSERT_TRUE(engine.next_batch(id, &b));  // one batch taken, never acknowledged: pinned
+  ASSERT_TRUE(next_batch(engine, id, &b));  // one batch taken, never acknowledged: pinned
   EXPECT_GT(engine.status().pinned_bytes(), 0u);
   try {
     engine.end_job("nobody");

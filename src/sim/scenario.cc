@@ -1,5 +1,8 @@
 #include "sim/scenario.h"
 
+#include <algorithm>
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -141,12 +144,8 @@ Scenario parse_scenario(const std::string& text) {
   if (sc.sampler != "dsa" && sc.sampler != "independent" && sc.sampler != "lockstep") {
     fail("sampler", "unknown sampler '" + sc.sampler + "' (expected dsa, independent or lockstep)");
   }
-  bool known_policy = false;
-  for (const std::string& p : policy_names()) known_policy = known_policy || p == sc.policy;
-  if (!known_policy) {
-    std::string expected;
-    for (const std::string& p : policy_names()) expected += (expected.empty() ? "" : ", ") + p;
-    fail("policy", "unknown policy '" + sc.policy + "' (expected one of " + expected + ")");
+  if (std::ranges::count(policy_names(), sc.policy) == 0) {
+    fail("policy", fmt::format("unknown policy '{}' (expected one of {})", sc.policy, fmt::join(policy_names(), ", ")));
   }
   if (doc.contains("horizon")) sc.horizon = get_uint(doc["horizon"], "horizon", 1u << 24);
   if (doc.contains("load_ms")) {

@@ -3,7 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "server/engine.h"
+#include "server/engine_error.h"
 
 namespace joader {
 

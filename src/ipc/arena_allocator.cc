@@ -1,4 +1,4 @@
-#include "server/arena_allocator.h"
+#include "ipc/arena_allocator.h"
 
 #include <iterator>
 #include <stdexcept>

@@ -5,8 +5,8 @@
 
 #include "joader.grpc.pb.h"
 #include "server/engine.h"
-#include "server/job_stream.h"
-#include "server/listener.h"
+#include "server/rpc/job_stream.h"
+#include "server/rpc/listener.h"
 
 namespace joader {
 
@@ -16,12 +16,9 @@ class JoaderService final : public v1::Joader::WithCallbackMethod_Job<v1::Joader
  public:
   // With a listener, every call is first checked against its peer's credentials; without one
   // (in-process use: tests, fuzzing) every call is admitted. A job stream that sends no Register
-  // within register_timeout is ended.
-  explicit JoaderService(Engine& engine, const UnixListener* listener = nullptr,
-                         std::chrono::milliseconds register_timeout = kDefaultRegisterTimeout)
+  // within register_timeout (DaemonOptions::register_timeout) is ended.
+  JoaderService(Engine& engine, const UnixListener* listener, std::chrono::milliseconds register_timeout)
       : engine_(engine), listener_(listener), streams_(engine, register_timeout) {}
-
-  static constexpr std::chrono::milliseconds kDefaultRegisterTimeout{10000};
 
   grpc::Status AddDataset(grpc::ServerContext* ctx, const v1::AddDatasetRequest* req,
                           grpc::ServerWriter<v1::AddDatasetProgress>* writer) override;

@@ -1,4 +1,4 @@
-#include "server/metrics.h"
+#include "server/rpc/metrics.h"
 
 #include <httplib.h>
 

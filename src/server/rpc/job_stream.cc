@@ -1,8 +1,8 @@
-#include "server/job_stream.h"
+#include "server/rpc/job_stream.h"
 
 #include <cstdio>
 
-#include "server/grpc_status.h"
+#include "server/rpc/grpc_status.h"
 
 namespace joader {
 

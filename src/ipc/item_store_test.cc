@@ -1,6 +1,6 @@
 // The item store alone: cached items, their arena blocks and pins kept consistent, whatever way an
 // item leaves.
-#include "server/item_store.h"
+#include "ipc/item_store.h"
 
 #include <gtest/gtest.h>
 

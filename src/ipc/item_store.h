@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "cache/cache.h"
-#include "server/arena_allocator.h"
+#include "ipc/arena_allocator.h"
 
 namespace joader {
 

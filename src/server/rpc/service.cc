@@ -1,6 +1,6 @@
-#include "server/service.h"
+#include "server/rpc/service.h"
 
-#include "server/grpc_status.h"
+#include "server/rpc/grpc_status.h"
 
 namespace joader {
 grpc::Status JoaderService::admit(const std::string& peer) const {

@@ -1,4 +1,4 @@
-#include "server/listener.h"
+#include "server/rpc/listener.h"
 
 #include <grp.h>
 #include <pwd.h>

@@ -1,4 +1,4 @@
-#include "server/item_store.h"
+#include "ipc/item_store.h"
 
 #include <algorithm>
 

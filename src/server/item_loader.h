@@ -1,0 +1,45 @@
+// Loading one item: what a loader thread does without the Engine's lock — read the item from its
+// dataset's source and prepare it (decode, resize, crop), straight into the arena block claimed
+// for it when there is one, else into a buffer (forms whose size is known only once prepared, or
+// an item split between several blocks). And the histogram of the time each load takes.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "joader.pb.h"
+#include "prep/image_prep.h"
+#include "server/catalog.h"
+
+namespace joader {
+
+struct LoadedItem {
+  ImageSize shape;     // the prepared image's size (decoded forms)
+  std::string error;   // "" when loaded; else the error, naming the item
+  double seconds = 0;  // the time the read and the preparation took
+};
+
+// Reads and prepares `item` of `ds`: into `block` when it is not empty (the item's one claimed
+// arena block), else into `prepared`. `raw` is scratch for the encoded bytes. Thread-safe for
+// distinct buffers (a Source's reads and the preparation are).
+LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, std::vector<uint8_t>& raw,
+                     std::vector<uint8_t>& prepared);
+
+// Seconds per load in fixed buckets (kBounds[i] is the upper bound of bucket i; one more bucket for
+// the rest), as `status` and the metrics report them. Not thread-safe.
+class LoadHistogram {
+ public:
+  static constexpr double kBounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                       0.1,    0.25,  0.5,   1,     2.5,  5,    10};
+  void add(double seconds);
+  void write(v1::LoadHistogram* out) const;
+
+ private:
+  uint64_t counts_[std::size(kBounds) + 1] = {};
+  double sum_ = 0;
+};
+
+}  // namespace joader
