@@ -202,18 +202,18 @@ void Engine::check_invariants(const char* after) const {
     for (const Entry& e : j->pending) held += e.state != Entry::kFailed;
     for (const auto& [seq, entries] : j->sent) held += entries.size();
     if (held != dispatcher_.queued(id)) {
-      broken("job " + j->name + " holds " + std::to_string(held) + " decided items, the dispatcher counts " +
-             std::to_string(dispatcher_.queued(id)));
+      broken(fmt::format("job {} holds {} decided items, the dispatcher counts {}", j->name, held,
+                         dispatcher_.queued(id)));
     }
   }
   uint64_t planned = 0;
   for (const auto& [id, j] : jobs_) planned += j->planned;
   if (planned != next_uses_.planned()) {
-    broken(std::to_string(planned) + " planned entries, " + std::to_string(next_uses_.planned()) + " planned uses");
+    broken(fmt::format("{} planned entries, {} planned uses", planned, next_uses_.planned()));
   }
   if (dispatcher_.reserved_bytes() > store_->capacity()) {
-    broken("reservations of " + std::to_string(dispatcher_.reserved_bytes()) + " bytes exceed the arena's " +
-           std::to_string(store_->capacity()));
+    broken(fmt::format("reservations of {} bytes exceed the arena's {}", dispatcher_.reserved_bytes(),
+                       store_->capacity()));
   }
 }
 
@@ -303,8 +303,9 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   if (dit == datasets_.end()) {
     std::string known;
     for (const auto& [name, ds] : datasets_) known += (known.empty() ? "" : ", ") + name;
-    throw EngineError(EngineError::kNotFound, "unknown dataset '" + req.dataset() + "' (known: " +
-                                                  (known.empty() ? "none; add one with `joader dataset add`" : known) + ")");
+    throw EngineError(EngineError::kNotFound,
+                      fmt::format("unknown dataset '{}' (known: {})", req.dataset(),
+                                  known.empty() ? "none; add one with `joader dataset add`" : known));
   }
   Dataset& ds = *dit->second;
   const std::string augment = check_augment(req, ds);
@@ -334,7 +335,7 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
   }
   auto job = std::make_shared<Job>();
   job->id = next_job_id_++;
-  job->name = req.name().empty() ? "job-" + std::to_string(job->id) : req.name();
+  job->name = req.name().empty() ? fmt::format("job-{}", job->id) : req.name();
   job->ds = &ds;
   job->slot = slot;
   job->batch = req.batch_size();
@@ -908,10 +909,10 @@ void Engine::end_job(const std::string& name) {
   check_text("the job name", name, kMaxNameBytes);
   MutexLock lk(mu_);
   const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&name](const auto& j) { return j.second->name == name; });
-  if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, "no job named '" + name + "'");
+  if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, fmt::format("no job named '{}'", name));
   std::shared_ptr<Job> keep = it->second;
   const EngineError why(EngineError::kFailedPrecondition,
-                        "job " + name + " was ended by another client (joader job rm " + name + ")");
+                        fmt::format("job {} was ended by another client (joader job rm {})", name, name));
   ended_.emplace(keep->id, why);
   fail_job(*keep, why.code(), why.what());
   release(*keep);

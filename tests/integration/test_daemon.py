@@ -78,18 +78,19 @@ def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workd
     # 3 jobs, 2000 items of 3 KiB, a cache of 341 items: sharing must come from the coupled
     # sampler, not from the cache. The jobs consume batches of 16 every 8–16 ms (uniform jitter),
     # 1.33 items/ms on average, ±1/3 per batch, slow enough for a sanitizer build's daemon to keep
-    # up (the simulator has no load time); the simulator runs the daemon's dispatcher on the same
+    # up (the scenario gives the simulator no load time); the simulator runs the daemon's dispatcher on the same
     # scenario (its steps are milliseconds). One run's L/D varies with the seed and the jitter, so
     # the mean of 3 daemon runs must be within 0.03 of the simulator's mean over 8 seeds, for
     # either sampler: the independent one (no coupling) is the control that shows the check can
-    # fail. The simulator has no load time: a sanitizer build's daemon, whose loads are several
+    # fail. The scenario has no load time: a sanitizer build's daemon, whose loads are several
     # times slower, shares measurably less (DSA: 0.368–0.376 against 0.335 with the same clients),
     # so there the bound is 0.06. Under `planned` the jobs also decide ids ahead of their loads,
     # and slow loads cost plans far more (docs/BENCHMARKS.md, "When the daemon is the bottleneck":
-    # the ASan build's daemon gave 0.384 and 0.408-0.414 against the simulator's 0.342), so the
-    # planned case runs in the plain build only, where loads are as fast as the scenario assumes.
+    # the ASan build's daemon gave 0.384 and 0.408-0.414 against the simulator's 0.342 before jobs
+    # waiting on loads joined every round; not re-measured since), so the planned case runs in the
+    # plain build only, where loads are as fast as the scenario assumes.
     if policy == "planned" and os.environ.get("JOADER_SANITIZE"):
-        pytest.skip("planned shares less when loads are slow (a known gap); the simulator has no load time")
+        pytest.skip("planned with slow loads is checked by test_jobs_faster_than_the_daemon_still_share_every_load")
     runs = []
     for run in range(3):
         daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler, "--policy", policy))

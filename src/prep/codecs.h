@@ -1,0 +1,21 @@
+// The decoders behind decode_image and probe_image: JPEG (TurboJPEG) and PNG (libpng) here, the
+// other formats torchvision's ImageFolder lists in image_formats.h, chosen by magic bytes as PIL
+// chooses its plugins. decode_image, probe_image and encode_jpeg (image_prep.h) are defined in
+// codecs.cc; this header is for the rest of src/prep.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "prep/image_prep.h"
+
+namespace joader {
+
+// The magic bytes PIL's JPEG plugin accepts.
+bool is_jpeg(std::span<const uint8_t> data);
+// decode_image into img, whose buffer is reused (grown, never shrunk).
+void decode_into(std::span<const uint8_t> encoded, uint64_t max_pixels, Image& img);
+// PrepError: the image declares more than max_pixels pixels.
+[[noreturn]] void throw_too_large(uint64_t width, uint64_t height, uint64_t max_pixels);
+
+}  // namespace joader
