@@ -41,7 +41,7 @@ struct Engine::Job {
 
   double wait_seconds = 0;                        // the consumer's waits, from its acks
   uint64_t skipped_pending = 0;                   // kFailed entries in pending (on_error skip)
-  std::vector<ItemId> skips_to_report;            // skipped items not yet told to the job (BatchOut::skipped)
+  std::vector<ItemId> skips_to_report;            // skipped items not yet told to the job (v1::Batch::skipped)
 
   uint64_t delivered = 0, delivered_in_epoch = 0;
   uint32_t epoch = 0;
@@ -748,7 +748,7 @@ bool Engine::batch_ready(Job& j, size_t* take) {
   return false;
 }
 
-Engine::Poll Engine::poll_batch(JobId id, BatchOut* out) {
+Engine::Poll Engine::poll_batch(JobId id, v1::Batch* out) {
   MutexLock lk(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
@@ -758,24 +758,15 @@ Engine::Poll Engine::poll_batch(JobId id, BatchOut* out) {
   return take_batch(*it->second, out);
 }
 
-Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
+Engine::Poll Engine::take_batch(Job& j, v1::Batch* out) {
   for (;;) {
     if (j.failure) throw *j.failure;
     if (j.closed) throw EngineError(EngineError::kUnavailable, "job closed");
     size_t take = 0;
     if (batch_ready(j, &take)) {
-      out->ids.clear();
-      out->labels.clear();
-      out->offsets.clear();
-      out->lengths.clear();
-      out->extent_counts.clear();
-      out->extent_offsets.clear();
-      out->extent_lengths.clear();
-      out->widths.clear();
-      out->heights.clear();
       std::vector<Entry> delivered;
       const bool last = j.pending[take - 1].last_of_epoch;
-      out->epoch = j.pending[take - 1].epoch;
+      const uint32_t epoch = j.pending[take - 1].epoch;
       for (size_t i = 0; i < take; ++i) {
         const Entry& e = j.pending.front();
         if (e.state == Entry::kReady) delivered.push_back(e);  // skipped entries are left out
@@ -797,42 +788,44 @@ Engine::Poll Engine::take_batch(Job& j, BatchOut* out) {
         // that its epoch count and resume state move on.
         if (!last) continue;
       }
-      out->seq = j.next_seq++;
-      out->last_of_epoch = last;
-      out->skipped = std::move(j.skips_to_report);  // also those of batches left out entirely
+      out->Clear();
+      out->set_seq(j.next_seq++);
+      out->set_epoch(epoch);
+      out->set_last_of_epoch(last);
+      // Skipped items: also those of batches left out entirely.
+      out->mutable_skipped()->Add(j.skips_to_report.begin(), j.skips_to_report.end());
       j.skips_to_report.clear();
+      const bool split = std::any_of(delivered.begin(), delivered.end(),
+                                     [](const Entry& e) { return e.placed->extents.size() != 1; });
       for (const Entry& e : delivered) {
-        out->ids.push_back(e.item);
-        out->labels.push_back(e.label);
+        out->add_ids(e.item);
+        out->add_labels(e.label);
         const Placement& at = *e.placed;
-        out->offsets.push_back(at.extents.front().offset);
-        out->lengths.push_back(at.length);
-        out->extent_counts.push_back(static_cast<uint32_t>(at.extents.size()));
-        for (const Extent& x : at.extents) {
-          out->extent_offsets.push_back(x.offset);
-          out->extent_lengths.push_back(x.length);
+        out->add_offsets(at.extents.front().offset);
+        out->add_lengths(at.length);
+        if (split) {  // else (the usual case) offsets and lengths say it all
+          out->add_extent_counts(static_cast<uint32_t>(at.extents.size()));
+          for (const Extent& x : at.extents) {
+            out->add_extent_offsets(x.offset);
+            out->add_extent_lengths(x.length);
+          }
         }
         if (own_size(j.ds->prep)) {
-          out->widths.push_back(at.width);
-          out->heights.push_back(at.height);
+          out->add_widths(at.width);
+          out->add_heights(at.height);
         }
-      }
-      if (std::all_of(out->extent_counts.begin(), out->extent_counts.end(), [](uint32_t c) { return c == 1; })) {
-        out->extent_counts.clear();  // the usual case: offsets and lengths say it all
-        out->extent_offsets.clear();
-        out->extent_lengths.clear();
       }
       n_deliveries_ += delivered.size();
       j.ds->deliveries += delivered.size();
       dispatcher_.delivered(j.id, delivered.size());
       j.delivered += delivered.size();
-      j.epoch = out->epoch;
+      j.epoch = epoch;
       j.delivered_in_epoch += delivered.size();
       if (last) {
         ++j.epoch;
         j.delivered_in_epoch = 0;
       }
-      j.sent[out->seq] = std::move(delivered);
+      j.sent[out->seq()] = std::move(delivered);
       update_waiting(j);
       check_invariants("a delivery");
       return Poll::kBatch;

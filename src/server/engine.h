@@ -87,22 +87,6 @@ struct EngineOptions {
                        const std::string& data_root) { return joader::open_source(spec, progress, data_root); };
 };
 
-struct BatchOut {
-  uint64_t seq = 0;
-  uint32_t epoch = 0;
-  bool last_of_epoch = false;
-  std::vector<uint32_t> ids;
-  std::vector<int64_t> labels;
-  std::vector<uint64_t> offsets, lengths;  // each item's first extent, its total length
-  std::vector<uint32_t> widths, heights;  // own-size datasets only
-  // Items split between several arena blocks: every item's extent count and the extents, in
-  // order; empty when every item is one block.
-  std::vector<uint32_t> extent_counts;
-  std::vector<uint64_t> extent_offsets, extent_lengths;
-  // Items of this job left out (on_error skip) since the previous batch it was sent.
-  std::vector<uint32_t> skipped;
-};
-
 class Engine {
  public:
   explicit Engine(EngineOptions options);
@@ -136,12 +120,12 @@ class Engine {
   // ended), from any of the Engine's threads with its lock held: it must return quickly and must
   // not call the Engine (hand the job to a thread that polls it).
   JobId open_job(const v1::Register& request, v1::Registered* reply, std::function<void()> on_change = {});
-  // The job's next batch, without blocking: kBatch (out filled), kWait when it is not ready yet
+  // The job's next batch, without blocking: kBatch (out filled: the reply its stream sends), kWait when it is not ready yet
   // (on_change tells when to poll again), kDone once the job has delivered its last epoch and
   // every batch is acknowledged. Throws EngineError if the job failed (bad item, shutdown), or
   // kUnavailable "job closed" once it is closed.
   enum class Poll { kBatch, kWait, kDone };
-  Poll poll_batch(JobId job, BatchOut* out);
+  Poll poll_batch(JobId job, v1::Batch* out);
   // wait_seconds: how long the client waited for that batch (summed per job for status).
   void ack(JobId job, uint64_t seq, double wait_seconds = 0);
   // Ends the job now: its pins, queue and sampler bit are released at once. Idempotent.
@@ -206,7 +190,7 @@ class Engine {
   // fail with `error` (skipped under on_error skip).
   void finish_load(CacheKey key, bool loaded, const std::string& error) JOADER_REQUIRES(mu_);
   bool batch_ready(Job& j, size_t* take) JOADER_REQUIRES(mu_);
-  Poll take_batch(Job& j, BatchOut* out) JOADER_REQUIRES(mu_);
+  Poll take_batch(Job& j, v1::Batch* out) JOADER_REQUIRES(mu_);
   void wake(Job& j) JOADER_REQUIRES(mu_);  // j's state changed
   void release(Job& j) JOADER_REQUIRES(mu_);
   void fail_job(Job& j, EngineError::Code code, const std::string& message) JOADER_REQUIRES(mu_);

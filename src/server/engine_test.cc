@@ -46,7 +46,7 @@ Engine::JobId open_job(Engine& engine, const v1::Register& request, v1::Register
 }
 
 // Blocks for the job's next batch: false once it is done; throws the job's EngineError.
-bool next_batch(Engine& engine, Engine::JobId id, BatchOut* out) {
+bool next_batch(Engine& engine, Engine::JobId id, v1::Batch* out) {
   std::shared_ptr<Waiter> w;
   {
     std::lock_guard lk(waiters_mu);
@@ -100,7 +100,7 @@ v1::Register job_request(const std::string& dataset, uint32_t batch, uint32_t ep
 // max_pause_ms, the consumer pauses a random 0..max_pause_ms after each batch (a training step).
 std::map<uint32_t, std::multiset<uint32_t>> run_job(Engine& engine, Engine::JobId id, size_t stop_after = 0,
                                                     int max_pause_ms = 0, uint64_t seed = 0,
-                                                    const std::function<void(const BatchOut&)>& check = {}) {
+                                                    const std::function<void(const v1::Batch&)>& check = {}) {
   std::mt19937_64 rng(seed);
   std::map<uint32_t, std::multiset<uint32_t>> epochs;
   std::mutex mu;
@@ -119,17 +119,17 @@ std::map<uint32_t, std::multiset<uint32_t>> run_job(Engine& engine, Engine::JobI
       lk.lock();
     }
   });
-  BatchOut b;
+  v1::Batch b;
   size_t batches = 0;
   while ((stop_after == 0 || batches < stop_after) && next_batch(engine, id, &b)) {
-    epochs[b.epoch].insert(b.ids.begin(), b.ids.end());
+    epochs[b.epoch()].insert(b.ids().begin(), b.ids().end());
     if (check) check(b);
     ++batches;
     if (max_pause_ms > 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % (uint64_t(max_pause_ms) * 1000 + 1)));
     }
     std::lock_guard lk(mu);
-    to_ack.push(b.seq);
+    to_ack.push(b.seq());
     cv.notify_one();
   }
   {
@@ -224,7 +224,7 @@ TEST(EngineShutdown, WakesEveryWaitingJobWithServerShuttingDown) {
     jobs.emplace_back([&] {
       v1::Registered reply;
       std::optional<Engine::JobId> id;
-      BatchOut b;
+      v1::Batch b;
       try {
         id = open_job(engine, job_request("main", 10, 0, 1), &reply);
         while (next_batch(engine, *id, &b)) {
@@ -479,18 +479,18 @@ TEST(EngineMemory, ImagesOfVeryDifferentSizesNeverWaitOnFragmentation) {
   engine.add_dataset(add, {});
 
   std::atomic<uint64_t> checked{0};
-  const auto check_bytes = [&](const BatchOut& b) {
-    for (size_t i = 0, x = 0; i < b.ids.size(); ++i) {
+  const auto check_bytes = [&](const v1::Batch& b) {
+    for (size_t i = 0, x = 0; i < b.ids().size(); ++i) {
       std::vector<uint8_t> bytes;
-      const uint32_t parts = b.extent_counts.empty() ? 1 : b.extent_counts[i];
+      const uint32_t parts = b.extent_counts().empty() ? 1 : b.extent_counts()[i];
       for (uint32_t k = 0; k < parts; ++k, ++x) {
-        const uint64_t at = b.extent_counts.empty() ? b.offsets[i] : b.extent_offsets[x];
-        const uint64_t n = std::min<uint64_t>(b.extent_counts.empty() ? b.lengths[i] : b.extent_lengths[x],
-                                              b.lengths[i] - bytes.size());
+        const uint64_t at = b.extent_counts().empty() ? b.offsets()[i] : b.extent_offsets()[x];
+        const uint64_t n = std::min<uint64_t>(b.extent_counts().empty() ? b.lengths()[i] : b.extent_lengths()[x],
+                                              b.lengths()[i] - bytes.size());
         bytes.insert(bytes.end(), engine.arena().data() + at, engine.arena().data() + at + n);
       }
-      ASSERT_EQ(bytes, decoded[b.ids[i]]) << "item " << b.ids[i];
-      ASSERT_EQ(uint64_t{b.widths[i]} * b.heights[i] * 3, b.lengths[i]);
+      ASSERT_EQ(bytes, decoded[b.ids()[i]]) << "item " << b.ids()[i];
+      ASSERT_EQ(uint64_t{b.widths()[i]} * b.heights()[i] * 3, b.lengths()[i]);
       ++checked;
     }
   };
@@ -542,9 +542,9 @@ TEST(EngineMemory, ItemsOfManySizesTakeAtMostFourArenaBlocksEachWhileOthersCanBe
   engine.add_dataset(add, {});
   uint32_t most_blocks = 1;
   std::mutex mu;
-  const auto count_blocks = [&](const BatchOut& b) {
+  const auto count_blocks = [&](const v1::Batch& b) {
     std::lock_guard lk(mu);
-    for (uint32_t c : b.extent_counts) most_blocks = std::max(most_blocks, c);
+    for (uint32_t c : b.extent_counts()) most_blocks = std::max(most_blocks, c);
   };
   std::vector<std::thread> threads;
   for (uint64_t seed = 0; seed < 2; ++seed) {
@@ -621,18 +621,18 @@ TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSpl
   for (uint32_t id = 0; id < kItems; ++id) prepare(spec, source->jpeg(id), expected[id]);
 
   std::atomic<uint64_t> split{0}, checked{0};
-  const auto check_bytes = [&](const BatchOut& b) {
-    for (size_t i = 0, x = 0; i < b.ids.size(); ++i) {
+  const auto check_bytes = [&](const v1::Batch& b) {
+    for (size_t i = 0, x = 0; i < b.ids().size(); ++i) {
       std::vector<uint8_t> bytes;
-      const uint32_t parts = b.extent_counts.empty() ? 1 : b.extent_counts[i];
+      const uint32_t parts = b.extent_counts().empty() ? 1 : b.extent_counts()[i];
       split += parts > 1;
       for (uint32_t k = 0; k < parts; ++k, ++x) {
-        const uint64_t at = b.extent_counts.empty() ? b.offsets[i] : b.extent_offsets[x];
-        const uint64_t n = std::min<uint64_t>(b.extent_counts.empty() ? b.lengths[i] : b.extent_lengths[x],
-                                              b.lengths[i] - bytes.size());
+        const uint64_t at = b.extent_counts().empty() ? b.offsets()[i] : b.extent_offsets()[x];
+        const uint64_t n = std::min<uint64_t>(b.extent_counts().empty() ? b.lengths()[i] : b.extent_lengths()[x],
+                                              b.lengths()[i] - bytes.size());
         bytes.insert(bytes.end(), engine.arena().data() + at, engine.arena().data() + at + n);
       }
-      ASSERT_EQ(bytes, expected[b.ids[i]]) << "item " << b.ids[i];
+      ASSERT_EQ(bytes, expected[b.ids()[i]]) << "item " << b.ids()[i];
       ++checked;
     }
   };
@@ -663,7 +663,7 @@ TEST(EngineJobs, EndJobReleasesAJobAtOnceAndItsOwnCallsSayWhoEndedIt) {
   req.set_name("stale");
   v1::Registered reply;
   const Engine::JobId id = open_job(engine, req, &reply);
-  BatchOut b;
+  v1::Batch b;
   ASSERT_TRUE(next_batch(engine, id, &b));  // one batch taken, never acknowledged: pinned
   EXPECT_GT(engine.status().pinned_bytes(), 0u);
   try {
@@ -676,7 +676,7 @@ TEST(EngineJobs, EndJobReleasesAJobAtOnceAndItsOwnCallsSayWhoEndedIt) {
   EXPECT_EQ(engine.status().jobs_size(), 0);
   EXPECT_EQ(engine.status().pinned_bytes(), 0u) << "released at once, without its process";
   for (auto call : {std::function<void()>([&] { engine.poll_batch(id, &b); }),
-                    std::function<void()>([&] { engine.ack(id, b.seq); })}) {
+                    std::function<void()>([&] { engine.ack(id, b.seq()); })}) {
     try {
       call();
       ADD_FAILURE() << "a call of the ended job succeeded";

@@ -29,11 +29,11 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
       MutexLock lk(mu_);
       if (!registered_ || writing_ || end_sent_ || finished_) return;
       try {
-        switch (engine_.poll_batch(id_, &batch_)) {
+        // The Engine writes the batch straight into the reply (no write is in flight).
+        switch (engine_.poll_batch(id_, reply_.mutable_batch())) {
           case Engine::Poll::kWait:
             return;
           case Engine::Poll::kBatch:
-            fill_batch();
             break;
           case Engine::Poll::kDone:
             queue_end(grpc::Status::OK);
@@ -195,25 +195,6 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
     end_sent_ = true;
   }
 
-  void fill_batch() JOADER_REQUIRES(mu_) {
-    reply_.Clear();
-    v1::Batch* out = reply_.mutable_batch();
-    const BatchOut& b = batch_;
-    out->set_seq(b.seq);
-    out->set_epoch(b.epoch);
-    out->set_last_of_epoch(b.last_of_epoch);
-    out->mutable_ids()->Add(b.ids.begin(), b.ids.end());
-    out->mutable_labels()->Add(b.labels.begin(), b.labels.end());
-    out->mutable_offsets()->Add(b.offsets.begin(), b.offsets.end());
-    out->mutable_lengths()->Add(b.lengths.begin(), b.lengths.end());
-    out->mutable_widths()->Add(b.widths.begin(), b.widths.end());
-    out->mutable_heights()->Add(b.heights.begin(), b.heights.end());
-    out->mutable_extent_counts()->Add(b.extent_counts.begin(), b.extent_counts.end());
-    out->mutable_extent_offsets()->Add(b.extent_offsets.begin(), b.extent_offsets.end());
-    out->mutable_extent_lengths()->Add(b.extent_lengths.begin(), b.extent_lengths.end());
-    out->mutable_skipped()->Add(b.skipped.begin(), b.skipped.end());
-  }
-
   JobStreams& streams_;
   Engine& engine_;
   const uint64_t key_;
@@ -223,7 +204,6 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
   // The read and the write in flight belong to gRPC while in flight, not to the lock.
   v1::JobRequest request_;
   v1::JobReply reply_;
-  BatchOut batch_ JOADER_GUARDED_BY(mu_);
   Engine::JobId id_ JOADER_GUARDED_BY(mu_) = 0;
   bool registered_ JOADER_GUARDED_BY(mu_) = false, writing_ JOADER_GUARDED_BY(mu_) = false,
        end_sent_ JOADER_GUARDED_BY(mu_) = false, read_closed_ JOADER_GUARDED_BY(mu_) = false,
