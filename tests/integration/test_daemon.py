@@ -83,14 +83,14 @@ def test_the_daemon_shares_loads_as_the_simulator_predicts(daemon_factory, workd
     # the mean of 3 daemon runs must be within 0.03 of the simulator's mean over 8 seeds, for
     # either sampler: the independent one (no coupling) is the control that shows the check can
     # fail. The scenario has no load time: a sanitizer build's daemon, whose loads are several
-    # times slower, shares measurably less (DSA: 0.368–0.376 against 0.335 with the same clients),
-    # so there the bound is 0.06. Under `planned` the jobs also decide ids ahead of their loads,
-    # and slow loads cost plans far more (docs/BENCHMARKS.md, "When the daemon is the bottleneck":
-    # the ASan build's daemon gave 0.384 and 0.408-0.414 against the simulator's 0.342 before jobs
-    # waiting on loads joined every round; not re-measured since), so the planned case runs in the
-    # plain build only, where loads are as fast as the scenario assumes.
+    # times slower, shared measurably less (DSA: 0.368–0.376 against 0.335 with the same clients;
+    # 0.333 since jobs waiting on loads join every round), so there the bound is 0.06. Under
+    # `planned` the ASan daemon still shares less here: 0.395, 0.397, 0.412 against the
+    # simulator's 0.341 (2026-12-03), a gap that the simulator's load time does not reproduce
+    # (load_ms 0.5-2 gives 0.333-0.371), so it is not slow loads alone; the planned case runs in
+    # the plain build only until that is found (issue 24).
     if policy == "planned" and os.environ.get("JOADER_SANITIZE"):
-        pytest.skip("planned with slow loads is checked by test_jobs_faster_than_the_daemon_still_share_every_load")
+        pytest.skip("planned shares less in a sanitizer build's daemon here (0.40 against 0.34): a known gap")
     runs = []
     for run in range(3):
         daemon = daemon_factory(cache_size="1MiB", extra=("--sampler", sampler, "--policy", policy))
