@@ -16,32 +16,52 @@ def error(code, message):
     return e
 
 
-_grpc_pid = None  # the process that made this interpreter's first Client (and so started gRPC)
+_started = False  # whether this interpreter has started gRPC (made a Client)
+_unusable = None  # why Joader cannot be used in this process (see _after_fork_in_child), or None
+_fork_obstacle = None  # why the fork under way cannot carry gRPC (set before it, read after it)
+
+
+def _before_fork():
+    global _fork_obstacle
+    _fork_obstacle = _native.fork_prepare() if _started and _unusable is None else None
+
+
+def _after_fork_in_parent():
+    if _started and _unusable is None and not _fork_obstacle:
+        _native.fork_parent()
+
+
+def _after_fork_in_child():
+    """gRPC restarted for this process: Clients it inherited reconnect at their next call, new ones
+    work. A fork that could not carry gRPC (another thread in a Joader call, the user's GRPC_*
+    variables) leaves the process unable to use Joader: every call raises, none hangs."""
+    global _unusable
+    if not _started or _unusable is not None:
+        return
+    if _fork_obstacle:
+        _unusable = (f"this process was forked from process {os.getppid()} while {_fork_obstacle}: gRPC's state "
+                     "did not survive that fork, so Joader cannot be used here (its calls would hang). Fork when no "
+                     "other thread is in a Joader call, or start the workers with the 'spawn' start method "
+                     "(torch.utils.data.DataLoader(multiprocessing_context='spawn'), "
+                     "multiprocessing.get_context('spawn'))")
+    else:
+        _native.fork_child()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 def keep_forever(native):
-    """In a forked child: never destroys the parent's native object (a client, a job), also not at
-    interpreter exit. Their destructors would run gRPC here, which hangs and shuts down the
-    connection the parent still uses (the socket is shared)."""
+    """Never destroys a native object (a client, a job) inherited through fork(), also not at
+    interpreter exit: its destructor would act on the parent's connection (the socket is shared)."""
     if native is not None:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(native))
 
 
-def forked():
-    """True in a process forked from one that had used Joader."""
-    return _grpc_pid is not None and _grpc_pid != os.getpid()
-
-
-def check_not_forked():
-    """Raises JoaderError (code 9) in a process forked from one that had used Joader, where gRPC's
-    inherited state would make every call hang."""
-    if forked():
-        raise error(FAILED_PRECONDITION,
-                    f"this process was forked from process {_grpc_pid}, which had used Joader: gRPC's state does not "
-                    "survive a fork, so Joader cannot be used here (its calls would hang). Use Joader in the parent, "
-                    "or start the workers with the 'spawn' start method (torch.utils.data.DataLoader("
-                    "multiprocessing_context='spawn'), multiprocessing.get_context('spawn')): spawned processes can "
-                    "use Joader")
+def check_usable():
+    """Raises JoaderError (code 9) in a process forked at a moment gRPC could not survive."""
+    if _unusable is not None:
+        raise error(FAILED_PRECONDITION, _unusable)
 
 
 def integer(name, value, minimum=None, maximum=None):
@@ -78,19 +98,22 @@ class Client:
     """
 
     def __init__(self, socket=None):
-        global _grpc_pid
-        check_not_forked()
-        if _grpc_pid is None:
-            _grpc_pid = os.getpid()
+        global _started
+        check_usable()
+        _started = True
         self._handle = _native.Client(socket or "")
+        self._pid = os.getpid()
 
     @property
     def _native(self):
-        check_not_forked()
+        check_usable()
+        if self._pid != os.getpid():  # inherited through fork(): the parent's connection is left alone
+            keep_forever(self._handle)
+            self._handle, self._pid = _native.Client(self._handle.socket), os.getpid()
         return self._handle
 
     def __del__(self):
-        if forked():
+        if self.__dict__.get("_pid") != os.getpid():
             keep_forever(self.__dict__.get("_handle"))
 
     @property

@@ -2,6 +2,7 @@
 import collections
 import math
 import numbers
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -10,8 +11,8 @@ import numpy as np
 
 from .augment import Plan, fresh_seed, plan as augment_plan
 from ._native import JoaderError
-from .client import (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, check_not_forked, error,
-                     forked, integer, keep_forever)
+from .client import (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, error, integer,
+                     keep_forever)
 from .pool import PythonStage, to_batch
 
 MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
@@ -162,6 +163,7 @@ class Loader:
         else:
             self._epoch, self._consumed = 0, []
         self._job = None
+        self._pid = os.getpid()  # the process whose loader this is (see _check_process)
         self._waited = 0.0  # by jobs of this loader that are closed
         self._skipped = set()
         # joader.torch.DataLoader's float32 batches: () for x / 255, (mean, std) to normalise too;
@@ -219,10 +221,10 @@ class Loader:
     def _fetch(self, final=True):
         """The daemon's next batch (epoch, last, ids, labels, data), or None after the last epoch;
         reconnects to a restarted daemon. final=False: as the Python stage takes it (NHWC uint8)."""
+        self._check_process()
         if self._job is None:
             self._open()
         while True:
-            check_not_forked()  # a loader inherited through fork() would hang
             try:
                 if final:
                     return self._job.next(self.layout == "NCHW", self._to_float, self._erase)
@@ -269,6 +271,22 @@ class Loader:
 
     def __iter__(self):
         return self.batches()
+
+    def _inherited(self):
+        return self._pid != os.getpid()
+
+    def _check_process(self):
+        """A loader inherited through fork() is adopted by its new process if it had not started (no
+        job, no workers); one that had started keeps its job in the process that started it."""
+        if not self._inherited():
+            return
+        if self._job is None and not (self._stage is not None and self._stage.workers):
+            self._pid = os.getpid()
+            return
+        raise error(FAILED_PRECONDITION,
+                    f"this Loader belongs to process {self._pid}, from which this process was forked: its job "
+                    f"'{self.name}' has one consumer, there. Make a new Loader in this process (Joader works in "
+                    f"forked processes), or iterate this one in process {self._pid}")
 
     def _reconnect(self, lost):
         """After losing the daemon: waits up to self.reconnect seconds for one to serve the socket
@@ -337,13 +355,13 @@ class Loader:
         garbage-collected)."""
         self._pending.clear()
         self._fetched_all = False
-        if self._own_stage and not forked():
+        if self._own_stage and not self._inherited():
             self._stage.close()
         self._close_job()
 
     def _close_job(self):
         if self._job is not None:
-            if forked():  # the parent's job: never touched here (gRPC would hang), never destroyed
+            if self._inherited():  # the parent's job, on the parent's connection: never touched here
                 keep_forever(self._job)
                 self._job = None
                 return

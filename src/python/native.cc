@@ -1,16 +1,18 @@
 // joader._native: the Python binding of the C++ client (pybind11). Batches are gathered from the
 // daemon's shared memory into one contiguous numpy array with the GIL released, then
 // acknowledged at once, so Python code never holds arena memory.
+#include <grpc/fork.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <array>
 #include <atomic>
-#include <optional>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -26,6 +28,41 @@ namespace py = pybind11;
 
 namespace joader {
 namespace {
+
+// Fork. gRPC survives a fork when its fork support is on, it polls with its "poll" engine (with
+// "epoll1" the child's first channel took the parent's stream's events: the parent hung, measured
+// with Debian's gRPC 1.51) and no thread is inside gRPC at the fork: then grpc_prefork() stops its
+// threads, and grpc_postfork_child() closes the child's copies of the parent's sockets and restarts
+// them. The module sets both variables before gRPC starts (unless the user set them), and every
+// call into gRPC below runs inside a GrpcCall, so that fork_prepare() can tell whether one is in
+// progress on another thread (with the GIL, which the fork's caller holds, nobody can start one).
+std::atomic<int> calls_in_grpc{0};
+
+// Counts a call into gRPC, and releases the GIL for it (in that order: the count is only ever
+// changed with the GIL held).
+class GrpcCall {
+ public:
+  GrpcCall() : count_(), nogil_() {}
+
+ private:
+  struct Count {
+    Count() { calls_in_grpc.fetch_add(1); }
+    ~Count() { calls_in_grpc.fetch_sub(1); }
+  } count_;
+  py::gil_scoped_release nogil_;
+};
+
+// Why gRPC cannot be carried through a fork now ("" if it can).
+std::string fork_obstacle() {
+  const char* support = std::getenv("GRPC_ENABLE_FORK_SUPPORT");
+  const char* strategy = std::getenv("GRPC_POLL_STRATEGY");
+  if (support == nullptr || (std::string(support) != "true" && std::string(support) != "1")) {
+    return "GRPC_ENABLE_FORK_SUPPORT is not true in its environment";
+  }
+  if (strategy == nullptr || std::string(strategy) != "poll") return "GRPC_POLL_STRATEGY is not poll in its environment";
+  if (calls_in_grpc.load() != 0) return "another thread was in a Joader call";
+  return "";
+}
 
 using HwcArray = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
 
@@ -205,7 +242,7 @@ class PyJob {
     Batch b;
     bool more;
     {
-      py::gil_scoped_release nogil;
+      GrpcCall in_grpc;
       more = job_->next(&b);
     }
     if (!more) return py::none();
@@ -228,7 +265,7 @@ class PyJob {
       float* dst_float = static_cast<float*>(array.mutable_data());
       std::string failure;
       {
-        py::gil_scoped_release nogil;
+        GrpcCall in_grpc;
         try {
           parallel_for(b.items.size(), threads_, [&](size_t i) {
             const ItemView& it = b.items[i];
@@ -285,7 +322,7 @@ class PyJob {
       uint8_t* dst = static_cast<uint8_t*>(array.mutable_data());
       float* dst_float = static_cast<float*>(array.mutable_data());
       {
-        py::gil_scoped_release nogil;
+        GrpcCall in_grpc;
         for (const ItemView& it : b.items) {
           if (it.size != item_bytes) throw ClientError(grpc::StatusCode::INTERNAL, "item size does not match the dataset's shape");
           if (floats) {
@@ -314,7 +351,7 @@ class PyJob {
   }
 
   void close() {
-    py::gil_scoped_release nogil;
+    GrpcCall in_grpc;
     job_->close();
   }
 
@@ -351,6 +388,20 @@ PYBIND11_MODULE(_native, m) {
     }
   });
 
+  // Before gRPC starts (at the first Client): what fork_prepare() needs, unless the user chose.
+  setenv("GRPC_ENABLE_FORK_SUPPORT", "true", 0);
+  setenv("GRPC_POLL_STRATEGY", "poll", 0);
+  // os.register_at_fork's hooks (joader/client.py), with the GIL held. fork_prepare() returns why
+  // the fork cannot carry gRPC ("": it can, and gRPC's threads are stopped until fork_parent() or
+  // fork_child() restarts them).
+  m.def("fork_prepare", [] {
+    std::string obstacle = fork_obstacle();
+    if (obstacle.empty()) grpc_prefork();
+    return obstacle;
+  });
+  m.def("testing_calls_in_grpc", [] { return calls_in_grpc.load(); });
+  m.def("fork_parent", [] { grpc_postfork_parent(); });
+  m.def("fork_child", [] { grpc_postfork_child(); });
   m.def("check_augment", [](const std::vector<OpTuple>& augment) { return pipeline_output_size(checked_ops(augment)); });
   // The batch of images a Python pipeline gave (uint8 [n, H, W, 3], any strides of whole images)
   // written into dst: [n, 3, H, W] with chw, else [n, H, W, 3]; float32 when to_float is not None
@@ -578,7 +629,7 @@ PYBIND11_MODULE(_native, m) {
              req.set_on_error(on_error);
              v1::DatasetInfo info;
              {
-               py::gil_scoped_release nogil;
+               GrpcCall in_grpc;
                info = c.add_dataset(req);
              }
              nlohmann::json out = to_json(info);
@@ -589,7 +640,7 @@ PYBIND11_MODULE(_native, m) {
            [](Client& c) {
              std::vector<v1::DatasetInfo> datasets;
              {
-               py::gil_scoped_release nogil;
+               GrpcCall in_grpc;
                datasets = c.list_datasets();
              }
              nlohmann::json out = nlohmann::json::array();
@@ -598,18 +649,18 @@ PYBIND11_MODULE(_native, m) {
            })
       .def("end_job",
            [](Client& c, const std::string& name) {
-             py::gil_scoped_release nogil;
+             GrpcCall in_grpc;
              c.end_job(name);
            })
       .def("remove_dataset",
            [](Client& c, const std::string& name) {
-             py::gil_scoped_release nogil;
+             GrpcCall in_grpc;
              c.remove_dataset(name);
            })
       .def("status", [](Client& c) {
         v1::StatusReply reply;
         {
-          py::gil_scoped_release nogil;
+          GrpcCall in_grpc;
           reply = c.status();
         }
         return to_python(to_json(reply));
@@ -638,7 +689,7 @@ PYBIND11_MODULE(_native, m) {
             }
             std::unique_ptr<Job> job;
             {
-              py::gil_scoped_release nogil;
+              GrpcCall in_grpc;
               job = c.open_job(o);
             }
             return std::make_unique<PyJob>(std::move(job), std::move(ops), augment_seed, augment_threads);

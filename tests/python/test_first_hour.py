@@ -13,7 +13,7 @@ import pytest
 
 import joader
 import joader.torch
-from conftest import BUILD, Daemon, make_images
+from conftest import BUILD, Daemon, make_images, photo_imagefolder
 
 
 def test_a_dataloader_iterates_like_torchs_one_epoch_per_pass_as_many_passes_as_the_loop_makes(client):
@@ -219,7 +219,7 @@ def test_a_loader_without_reconnect_fails_at_once_when_the_daemon_is_lost(workdi
 
 
 FORKED_CHILD = """
-import os, sys, time
+import os, sys
 sys.path.insert(0, {python!r})
 import joader
 client = joader.Client({socket!r})
@@ -227,21 +227,73 @@ loader = joader.Loader("synth", batch_size=5, epochs=None, client=client)
 it = iter(loader)
 next(it)
 pid = os.fork()
-if pid == 0:  # a DataLoader worker, multiprocessing: the parent's loader and a new client alike
-    messages = []
-    for use in (lambda: next(it), lambda: client.datasets(), lambda: joader.Client({socket!r})):
-        try:
-            use()
-            messages.append("worked")
-        except joader.JoaderError as e:
-            messages.append(f"{{e.code}} {{e}}")
-    print("\\n".join(messages), flush=True)
-    sys.exit(0)  # the inherited objects are collected here: no gRPC call, no hang
+if pid == 0:  # multiprocessing, a DataLoader worker: the inherited client and new loaders work
+    print("child datasets", [d["name"] for d in client.datasets()], flush=True)
+    epoch = sorted(i for b in joader.Loader("synth", batch_size=5, client=joader.Client({socket!r}))
+                   for i in b.indices.tolist())
+    print("child epoch", epoch == list(range(20)), flush=True)
+    try:
+        next(it)
+    except joader.JoaderError as e:  # the parent's job has one consumer: the parent
+        print("child inherited loader", e.code, e, flush=True)
+    sys.exit(0)  # the inherited objects are collected here, leaving the parent's connection alone
 _, status = os.waitpid(pid, 0)
 assert os.waitstatus_to_exitcode(status) == 0
 next(it)  # the parent goes on
 print("parent ok", flush=True)
 """
+
+DATALOADER_WORKERS = """
+import sys
+sys.path.insert(0, {python!r})
+import torch.utils.data
+import joader
+client = joader.Client({socket!r})
+running = iter(joader.Loader("synth", batch_size=5, epochs=None, client=client))
+next(running)
+
+class CallsJoader(torch.utils.data.Dataset):  # each item read through Joader in the worker
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        names = [d["name"] for d in client.datasets()]
+        ids = [int(x) for b in joader.Loader("synth", indices=[i, i + 6], batch_size=2, client=client)
+               for x in b.indices.tolist()]
+        return torch.tensor(sorted(ids) + [names == ["synth"]])
+
+got = [row.tolist() for b in torch.utils.data.DataLoader(CallsJoader(), batch_size=2, num_workers=2) for row in b]
+print(got == [[i, i + 6, 1] for i in range(6)], got, flush=True)
+next(running)
+print("parent ok", flush=True)
+"""
+
+FORKED_DURING_A_CALL = """
+import os, signal, sys, threading, time
+sys.path.insert(0, {python!r})
+import joader
+client = joader.Client({socket!r})
+client.datasets()
+os.kill({daemon_pid}, signal.SIGSTOP)  # the thread's call waits for the daemon
+waiting = threading.Thread(target=client.status)
+waiting.start()
+while joader._native.testing_calls_in_grpc() == 0:
+    time.sleep(0.01)
+pid = os.fork()
+if pid == 0:
+    try:
+        client.datasets()
+        print("worked", flush=True)
+    except joader.JoaderError as e:
+        print(e.code, e, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+os.kill({daemon_pid}, signal.SIGCONT)
+waiting.join()
+client.datasets()
+print("parent ok", flush=True)
+"""
+
 
 SPAWNED_WORKER = """
 import multiprocessing, sys
@@ -264,23 +316,97 @@ if __name__ == "__main__":
 """
 
 
-def test_a_forked_child_is_told_to_use_spawn_instead_of_hanging_and_a_spawned_one_works(workdir):
+def run_script(workdir, name, source, timeout=60):
+    script = os.path.join(workdir, name)
+    with open(script, "w") as f:
+        f.write(source)
+    return subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_forked_child_uses_joader_and_leaves_the_parents_job_alone(workdir):
     daemon = Daemon(workdir)
     try:
         joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
         python = os.path.join(BUILD, "python")
-        r = subprocess.run([sys.executable, "-c", FORKED_CHILD.format(python=python, socket=daemon.socket)],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr[-3000:]
+        r = run_script(workdir, "forked.py", FORKED_CHILD.format(python=python, socket=daemon.socket))
+        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
         lines = r.stdout.splitlines()
-        assert lines[-1] == "parent ok" and len(lines) == 4, r.stdout
+        assert lines[:2] == ["child datasets ['synth']", "child epoch True"], r.stdout
+        assert lines[2].startswith("child inherited loader 9 this Loader belongs to process"), r.stdout
+        assert "Make a new Loader in this process" in lines[2]
+        assert lines[3:] == ["parent ok"], r.stdout
         assert "lost the Joader daemon" not in r.stderr, "the child's exit left the parent's connection alone"
-        for line in lines[:3]:
-            assert line.startswith("9 this process was forked from process") and "'spawn'" in line, line
-        script = os.path.join(workdir, "spawned.py")
-        with open(script, "w") as f:
-            f.write(SPAWNED_WORKER.format(python=python, socket=daemon.socket))
-        r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    finally:
+        daemon.stop()
+
+
+def test_torch_dataloader_workers_whose_dataset_calls_joader_work(workdir):
+    daemon = Daemon(workdir)
+    try:
+        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
+        python = os.path.join(BUILD, "python")
+        r = run_script(workdir, "workers.py", DATALOADER_WORKERS.format(python=python, socket=daemon.socket), 120)
+        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+        assert r.stdout.splitlines()[0].startswith("True"), r.stdout
+        assert r.stdout.splitlines()[1:] == ["parent ok"], r.stdout
+    finally:
+        daemon.stop()
+
+
+def test_a_child_forked_while_another_thread_is_in_a_call_is_told_instead_of_hanging(workdir):
+    daemon = Daemon(workdir)
+    try:
+        python = os.path.join(BUILD, "python")
+        r = run_script(workdir, "during.py", FORKED_DURING_A_CALL.format(python=python, socket=daemon.socket,
+                                                                          daemon_pid=daemon.proc.pid))
+        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+        lines = r.stdout.splitlines()
+        assert lines[0].startswith("9 this process was forked from process")
+        assert "while another thread was in a Joader call" in lines[0] and "'spawn'" in lines[0], lines[0]
+        assert lines[1:] == ["parent ok"], r.stdout
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+        daemon.stop()
+
+
+def test_a_spawned_worker_uses_joader(workdir):
+    daemon = Daemon(workdir)
+    try:
+        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
+        python = os.path.join(BUILD, "python")
+        r = run_script(workdir, "spawned.py", SPAWNED_WORKER.format(python=python, socket=daemon.socket), 120)
         assert r.returncode == 0 and r.stdout.strip() == "True", r.stdout + r.stderr[-3000:]
+    finally:
+        daemon.stop()
+
+
+def test_the_readmes_training_example_runs_with_a_9000x3000_photo_in_the_folder(workdir, tmp_path):
+    # Reserving the largest item for every decided item would need 32 × 81 MB for one batch; each
+    # item's stored size makes the photo cost only itself.
+    from PIL import Image
+    import torch
+    import torchvision.transforms as T
+
+    def save(path, n, target):
+        if n == 0:
+            with Image.open(path) as im:
+                im.convert("RGB").resize((9000, 3000)).save(target / "huge.jpg", quality=90)
+        else:
+            os.replace(path, target / f"{n:02d}{path.suffix}")
+
+    folder = photo_imagefolder(tmp_path, 40, 60, 300, save=save)
+    daemon = Daemon(workdir, cache_size="512MiB")
+    try:
+        client = joader.Client(daemon.socket)
+        n = client.add_dataset("train", source=f"imagefolder:{folder}")["items"]
+        assert n == 40
+        loader = joader.torch.DataLoader("train", batch_size=32, epochs=2, dtype=torch.float32, client=client,
+                                         augment=T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]))
+        for epoch in range(2):
+            seen = []
+            for images, labels in loader:
+                assert images.dtype == torch.float32 and tuple(images.shape[1:]) == (3, 224, 224)
+                seen.extend(labels.tolist())
+            assert len(seen) == n, f"epoch {epoch}"
     finally:
         daemon.stop()
