@@ -24,6 +24,8 @@ struct Engine::Dataset : joader::Dataset {
 };
 
 struct Engine::Job {
+  Job(uint32_t dataset, NextUses& next_uses) : pending(dataset, next_uses) {}
+
   JobId id;
   std::string name;
   Dataset* ds;
@@ -33,8 +35,7 @@ struct Engine::Job {
   uint64_t subset_size;
   std::string augment;                            // its description, for status
 
-  std::deque<Entry> pending;                      // decided, not yet sent, in decision order
-  uint64_t planned = 0;                           // its last entries that are kPlanned
+  JobQueue<Entry> pending;                        // decided, not yet sent: the window, then the plan
   std::map<uint64_t, std::vector<Entry>> sent;    // seq -> delivered, not yet acknowledged
   uint64_t next_seq = 0;
   // Its credit, rate, queue length (the pending and sent items) and reservation: in dispatcher_.
@@ -207,7 +208,7 @@ void Engine::check_invariants(const char* after) const {
     }
   }
   uint64_t planned = 0;
-  for (const auto& [id, j] : jobs_) planned += j->planned;
+  for (const auto& [id, j] : jobs_) planned += j->pending.planned();
   if (planned != next_uses_.planned()) {
     broken(fmt::format("{} planned entries, {} planned uses", planned, next_uses_.planned()));
   }
@@ -333,7 +334,7 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
                                   "cache ({} bytes): use a smaller batch or a larger --cache-size",
                                   req.batch_size(), window_bytes[1], store_->capacity()));
   }
-  auto job = std::make_shared<Job>();
+  auto job = std::make_shared<Job>(ds.index, next_uses_);
   job->id = next_job_id_++;
   job->name = req.name().empty() ? fmt::format("job-{}", job->id) : req.name();
   job->ds = &ds;
@@ -420,20 +421,10 @@ bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
     decided.label = ds.source->item(d.item).label;
     decided.epoch = d.epoch;
     decided.last_of_epoch = ds.sampler->epoch(d.job) > d.epoch;
-    const bool in_window = j.planned == 0 && dispatcher_.queued(j.id) < dispatcher_.window(j.id);
-    if (!in_window) {
-      decided.state = Entry::kPlanned;
-      decided.due = due_micros(dispatcher_.due(j.id, t));
-    }
-    j.pending.push_back(std::move(decided));
+    Entry* accessed = j.pending.decide(std::move(decided), dispatcher_.queued(j.id) < dispatcher_.window(j.id),
+                                       due_micros(dispatcher_.due(j.id, t)));
     dispatcher_.decided(j.id, 1);
-    Entry& e = j.pending.back();
-    if (in_window) {
-      start(j, e);
-    } else {
-      ++j.planned;
-      next_uses_.add(cache_key(ds.index, e.item), e.due);
-    }
+    if (accessed != nullptr) start(j, *accessed);
   }
   for (JobSlot slot : ready) {
     Job& j = *ds.jobs.at(slot);
@@ -445,14 +436,13 @@ bool Engine::decide_round(Dataset& ds, const std::vector<JobSlot>& ready) {
 }
 
 void Engine::start(Job& j, Entry& e) {
-  const CacheKey key = cache_key(j.ds->index, e.item);
-  if (e.state == Entry::kPlanned) next_uses_.remove(key, e.due);
-  e.state = Entry::kLoading;
+  const CacheKey key = j.pending.key(e);
   if (auto l = loads_.find(key); l != loads_.end()) {
     l->second.waiters.push_back({&j, &e});
   } else if (store_->contains(key)) {
     store_->touch(key);
     store_->pin(key);
+    e.pinned = true;
     e.state = Entry::kReady;
     e.placed = &store_->at(key);
     ++n_hits_;
@@ -473,8 +463,8 @@ void Engine::fit_window(Job& j) {
   const uint64_t window = dispatcher_.window(j.id);
   uint64_t position = 0;
   for (const auto& [seq, entries] : j.sent) position += entries.size();
-  size_t first = j.pending.size() - j.planned;  // the first entry to demote
-  for (size_t i = 0; i < j.pending.size() - j.planned; ++i) {
+  size_t first = j.pending.window_size();  // the first entry to demote
+  for (size_t i = 0; i < j.pending.window_size(); ++i) {
     const Entry& e = j.pending[i];
     if (e.state == Entry::kFailed) {
       first = i + 1;
@@ -482,24 +472,15 @@ void Engine::fit_window(Job& j) {
     }
     if (position++ < window) first = i + 1;
   }
-  const double t = now();
-  for (size_t i = first; i < j.pending.size() - j.planned; ++i) {
-    Entry& e = j.pending[i];
-    const CacheKey key = cache_key(j.ds->index, e.item);
-    if (e.state == Entry::kReady) {
-      store_->unpin(key);
-    } else if (auto l = loads_.find(key); l != loads_.end()) {
-      std::erase_if(l->second.waiters, [&](const auto& w) { return w.second == &e; });
+  const auto left = j.pending.demote(first, due_micros(dispatcher_.due(j.id, now())));
+  for (CacheKey key : left.unpin) store_->unpin(key);
+  for (Entry* e : left.loading) {
+    if (auto l = loads_.find(j.pending.key(*e)); l != loads_.end()) {
+      std::erase_if(l->second.waiters, [&](const auto& w) { return w.second == e; });
     }
-    e.state = Entry::kPlanned;
-    e.placed = nullptr;
-    e.due = due_micros(dispatcher_.due(j.id, t));
-    next_uses_.add(key, e.due);
   }
-  j.planned += j.pending.size() - j.planned - first;
   space_cv_.notify_all();
   fill_window(j);  // a window that grew loads what entered it
-  update_waiting(j);
   check_invariants("fitting a window");
 }
 
@@ -527,10 +508,9 @@ std::string Engine::no_room_for_job(const Job& j) const {
 }
 
 void Engine::fill_window(Job& j) {
-  while (j.planned > 0 && !j.failure && dispatcher_.queued(j.id) - j.planned < dispatcher_.window(j.id)) {
-    Entry& e = j.pending[j.pending.size() - j.planned];
-    --j.planned;
-    start(j, e);
+  while (j.pending.planned() > 0 && !j.failure &&
+         dispatcher_.queued(j.id) - j.pending.planned() < dispatcher_.window(j.id)) {
+    start(j, j.pending.promote());
   }
   update_waiting(j);
 }
@@ -704,7 +684,6 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
     }
     for (auto [job, entry] : load.waiters) {
       entry->state = Entry::kFailed;
-      update_waiting(*job);
       if (load.dataset->skip_bad_items()) {
         if (job->skipped_pending++ == 0) dispatcher_.set_shrinkable(job->id, false);
         // A skipped entry will never be delivered: it stops counting as queued now, so that the
@@ -722,6 +701,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
   const Placement& placed = store_->at(key);
   for (auto [job, entry] : load.waiters) {
     store_->pin(key);
+    entry->pinned = true;
     entry->state = Entry::kReady;
     entry->placed = &placed;
     update_waiting(*job);
@@ -767,17 +747,16 @@ Engine::Poll Engine::take_batch(Job& j, v1::Batch* out) {
       std::vector<Entry> delivered;
       const bool last = j.pending[take - 1].last_of_epoch;
       const uint32_t epoch = j.pending[take - 1].epoch;
-      for (size_t i = 0; i < take; ++i) {
-        const Entry& e = j.pending.front();
-        if (e.state == Entry::kReady) delivered.push_back(e);  // skipped entries are left out
-        if (e.state == Entry::kFailed) {
+      for (Entry& e : j.pending.take(take)) {
+        if (e.state == Entry::kFailed) {  // skipped entries are left out
           j.skips_to_report.push_back(e.item);
           if (--j.skipped_pending == 0) dispatcher_.set_shrinkable(j.id, true);
+        } else {
+          delivered.push_back(std::move(e));
         }
-        j.pending.pop_front();
       }
       if (delivered.empty() || (j.drop_last && last && delivered.size() < j.batch)) {
-        for (const Entry& e : delivered) store_->unpin(cache_key(j.ds->index, e.item));
+        for (const Entry& e : delivered) store_->unpin(j.pending.key(e));
         dispatcher_.dropped(j.id, delivered.size());
         fill_window(j);
         delivered.clear();
@@ -843,7 +822,7 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
   if (it == job->sent.end()) {
     throw EngineError(EngineError::kInvalidArgument, fmt::format("acknowledgement of unknown batch {}", seq));
   }
-  for (const Entry& e : it->second) store_->unpin(cache_key(job->ds->index, e.item));
+  for (const Entry& e : it->second) store_->unpin(job->pending.key(e));
   dispatcher_.acknowledged(id, it->second.size(), now());
   job->sent.erase(it);
   fill_window(*job);
@@ -864,16 +843,10 @@ void Engine::release(Job& j) {
   for (auto& [key, load] : loads_) {
     std::erase_if(load.waiters, [&j](const auto& w) { return w.first == &j; });
   }
-  const uint32_t ds = j.ds->index;
-  for (const Entry& e : j.pending) {
-    if (e.state == Entry::kReady) store_->unpin(cache_key(ds, e.item));
-    if (e.state == Entry::kPlanned) next_uses_.remove(cache_key(ds, e.item), e.due);
-  }
-  j.planned = 0;
+  for (CacheKey key : j.pending.clear()) store_->unpin(key);
   for (const auto& [seq, entries] : j.sent) {
-    for (const Entry& e : entries) store_->unpin(cache_key(ds, e.item));
+    for (const Entry& e : entries) store_->unpin(j.pending.key(e));
   }
-  j.pending.clear();
   j.sent.clear();
   dispatcher_.remove_job(j.id);
   j.ds->sampler->remove_job(j.slot);
@@ -945,7 +918,7 @@ v1::StatusReply Engine::status() {
     s->set_delivered_in_epoch(j->delivered_in_epoch);
     s->set_items_per_second(dispatcher_.shown_rate(id, t));
     s->set_queued(dispatcher_.queued(id));
-    s->set_planned(j->planned);
+    s->set_planned(j->pending.planned());
     s->set_batch_size(j->batch);
     s->set_epochs(j->epochs);
     s->set_augment(j->augment);

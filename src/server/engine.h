@@ -45,6 +45,7 @@
 #include "common/mutex.h"
 #include "common/protocol.h"
 #include "dispatch/dispatcher.h"
+#include "dispatch/job_queue.h"
 #include "joader.pb.h"
 #include "prep/image_prep.h"
 #include "sampler/sampler.h"
@@ -141,16 +142,13 @@ class Engine {
  private:
   struct Dataset;
   struct Job;
-  struct Entry {
-    ItemId item = 0;
+  // An entry of a job's queue (dispatch/job_queue.h): kPlanned beyond its job's window (an id
+  // only; loaded when acknowledgements bring it into the window), then kLoading, kReady (pinned,
+  // placed) or kFailed.
+  struct Entry : QueueEntry {
     int64_t label = 0;
-    uint32_t epoch = 0;
     bool last_of_epoch = false;
-    // kPlanned: decided beyond its job's window (an id only); it is loaded when acknowledgements
-    // bring it into the window.
-    enum State { kPlanned, kLoading, kReady, kFailed } state = kLoading;
-    const Placement* placed = nullptr;  // once kReady (valid while the entry pins the item)
-    uint64_t due = 0;                   // kPlanned: when its job should consume it (NextUses)
+    const Placement* placed = nullptr;  // read only while kReady (the entry pins the item)
   };
   struct Load {
     Dataset* dataset;

@@ -480,7 +480,7 @@ TEST(EngineMemory, ImagesOfVeryDifferentSizesNeverWaitOnFragmentation) {
 
   std::atomic<uint64_t> checked{0};
   const auto check_bytes = [&](const v1::Batch& b) {
-    for (size_t i = 0, x = 0; i < b.ids().size(); ++i) {
+    for (size_t i = 0, x = 0; i < static_cast<size_t>(b.ids().size()); ++i) {
       std::vector<uint8_t> bytes;
       const uint32_t parts = b.extent_counts().empty() ? 1 : b.extent_counts()[i];
       for (uint32_t k = 0; k < parts; ++k, ++x) {
@@ -622,7 +622,7 @@ TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSpl
 
   std::atomic<uint64_t> split{0}, checked{0};
   const auto check_bytes = [&](const v1::Batch& b) {
-    for (size_t i = 0, x = 0; i < b.ids().size(); ++i) {
+    for (size_t i = 0, x = 0; i < static_cast<size_t>(b.ids().size()); ++i) {
       std::vector<uint8_t> bytes;
       const uint32_t parts = b.extent_counts().empty() ? 1 : b.extent_counts()[i];
       split += parts > 1;

@@ -13,6 +13,7 @@
 #include "cache/next_uses.h"
 #include "common/rng.h"
 #include "dispatch/dispatcher.h"
+#include "dispatch/job_queue.h"
 #include "sampler/sampler.h"
 
 namespace joader {
@@ -22,21 +23,17 @@ namespace {
 // speed 1 consumes 1000 items/s and the dispatcher's rate windows (0.2 s) span 200 steps.
 constexpr double kStepSeconds = 1e-3;
 
-// A decided item in a job's queue. The first `window` items of the queue (the dispatcher's
-// window) have been accessed: loaded or hit, and pinned if resident; the rest is the job's plan.
-struct Queued {
-  ItemId item;
-  uint32_t epoch;  // the job's epoch it belongs to
-  uint64_t due;    // plan only: when the job is expected to consume it (NextUses' unit)
-  bool pinned = false;
+// A decided item in a job's queue (dispatch/job_queue.h, as the daemon's): in the window once
+// accessed (loaded or hit, pinned if resident), else in the plan.
+struct Queued : QueueEntry {
   double ready = 0;  // the step from which it is loaded (once accessed)
 };
 
 struct JobRun {
+  explicit JobRun(NextUses& next_uses) : queue(0, next_uses) {}
   double appetite = 0;  // items the job's consumer may take now (earned at `speed` per step)
   double cost = 0;      // items of appetite its next batch takes (batch × (1 + jitter draw))
-  std::deque<Queued> queue;  // decided, unconsumed items, oldest first
-  size_t windowed = 0;       // how many of them (a prefix) are in the window
+  JobQueue<Queued> queue;  // decided, unconsumed items (one dataset: keys are item ids)
   JobSlot slot = -1;
   bool started = false;
   bool done = false;
@@ -46,7 +43,6 @@ struct JobRun {
 struct Access {
   size_t job;
   Queued* entry;
-  bool planned;  // it was in the plan (so NextUses holds it)
 };
 
 // The daemon's dispatcher, with plans under `planned` (or at a given horizon): the cache holds
@@ -64,8 +60,10 @@ DispatcherOptions dispatcher_options(const Scenario& sc) {
 class Run {
  public:
   Run(const Scenario& sc, Sampler& sampler, NextUses& next_uses)
-      : sc_(sc), sampler_(sampler), next_uses_(next_uses), jobs_(sc.jobs.size()),
-        dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0, dispatcher_options(sc)), loader_free_(sc.loaders, 0.0) {}
+      : sc_(sc), sampler_(sampler),
+        dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0, dispatcher_options(sc)), loader_free_(sc.loaders, 0.0) {
+    for (size_t i = 0; i < sc.jobs.size(); ++i) jobs_.emplace_back(next_uses);
+  }
 
   uint64_t access_index() const { return groups_; }
   const Dispatcher& dispatcher() const { return dispatcher_; }
@@ -115,18 +113,16 @@ class Run {
         // acknowledging each; waiting for a batch, it banks at most one batch more. Plan items
         // then move into the window.
         j.appetite = std::min(j.appetite + spec.speed, spec.speed + j.cost);
-        while (j.appetite >= j.cost && j.windowed >= spec.batch && batch_loaded(j, spec.batch)) {
-          for (uint32_t k = 0; k < spec.batch; ++k) {
-            if (j.queue.front().pinned) cache_->unpin(j.queue.front().item);
-            j.queue.pop_front();
+        while (j.appetite >= j.cost && j.queue.window_size() >= spec.batch && batch_loaded(j, spec.batch)) {
+          for (const Queued& q : j.queue.take(spec.batch)) {
+            if (q.pinned) cache_->unpin(q.item);
           }
-          j.windowed -= spec.batch;
           dispatcher_.acknowledged(i, spec.batch);
           j.appetite -= j.cost;
           j.cost = batch_cost(spec);
         }
-        while (j.windowed < dispatcher_.window(i) && j.windowed < j.queue.size()) {
-          group.push_back({i, &j.queue[j.windowed++], true});
+        while (j.queue.planned() > 0 && j.queue.window_size() < dispatcher_.window(i)) {
+          group.push_back({i, &j.queue.promote()});
         }
       }
       access(group);
@@ -147,14 +143,13 @@ class Run {
           const size_t i = slot_job_[d.job];
           JobRun& j = jobs_[i];
           ++result_.jobs[i].deliveries;
-          j.queue.push_back({d.item, d.epoch, due_micros(dispatcher_.due(i, now))});
+          Queued q;
+          q.item = d.item;
+          q.epoch = d.epoch;
+          Queued* accessed = j.queue.decide(q, j.queue.window_size() < dispatcher_.window(i),
+                                            due_micros(dispatcher_.due(i, now)));
           dispatcher_.decided(i, 1);
-          if (j.windowed < dispatcher_.window(i)) {
-            group.push_back({i, &j.queue.back(), false});
-            ++j.windowed;
-          } else {
-            next_uses_.add(d.item, j.queue.back().due);
-          }
+          if (accessed != nullptr) group.push_back({i, accessed});
         }
         access(group);
         tell_waiting();
@@ -176,13 +171,13 @@ class Run {
   // A job is done once its last epoch is decided and all of it has entered its window.
   bool finished_deciding(size_t i) const {
     const JobRun& j = jobs_[i];
-    return j.started && !j.done && sampler_.finished(j.slot) && j.windowed == j.queue.size();
+    return j.started && !j.done && sampler_.finished(j.slot) && j.queue.planned() == 0;
   }
 
   // Whether the first `batch` items of the job's queue (at most its window) are loaded.
   bool batch_loaded(const JobRun& j, uint32_t batch) const {
     if (sc_.load_ms == 0) return true;
-    for (size_t k = 0; k < batch && k < j.windowed; ++k) {
+    for (size_t k = 0; k < batch && k < j.queue.window_size(); ++k) {
       if (j.queue[k].ready > double(t_)) return false;
     }
     return true;
@@ -228,9 +223,6 @@ class Run {
     if (group.empty()) return;
     distinct_.clear();
     hit_.clear();
-    for (const Access& a : group) {
-      if (a.planned) next_uses_.remove(a.entry->item, a.entry->due);
-    }
     ready_.clear();
     for (const Access& a : group) {
       if (std::find(distinct_.begin(), distinct_.end(), a.entry->item) != distinct_.end()) continue;
@@ -265,6 +257,7 @@ class Run {
   }
 
   void pin(Queued& q) {
+    q.state = QueueEntry::kReady;
     q.pinned = cache_ != nullptr && cache_->contains(q.item);
     if (q.pinned) cache_->pin(q.item);
   }
@@ -280,23 +273,14 @@ class Run {
     result_.jobs[i].end_step = t;
     sampler_.remove_job(j.slot);
     dispatcher_.remove_job(i);
-    for (size_t k = 0; k < j.queue.size(); ++k) {
-      const Queued& q = j.queue[k];
-      if (k >= j.windowed) {
-        next_uses_.remove(q.item, q.due);  // its plan is dropped undelivered
-      } else if (q.pinned) {
-        cache_->unpin(q.item);
-      }
-    }
-    result_.jobs[i].deliveries -= j.queue.size() - j.windowed;
-    j.queue.clear();
+    result_.jobs[i].deliveries -= j.queue.planned();  // its plan is dropped undelivered
+    for (CacheKey k : j.queue.clear()) cache_->unpin(k);
     j.done = true;
   }
 
   const Scenario& sc_;
   Sampler& sampler_;
-  NextUses& next_uses_;
-  std::vector<JobRun> jobs_;
+  std::deque<JobRun> jobs_;
   Dispatcher dispatcher_;
   Cache* cache_ = nullptr;
   std::function<void(const TraceEvent&)> on_delivery_;
