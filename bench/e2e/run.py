@@ -13,6 +13,11 @@ against one daemon. Both sides get the same number of loader threads in total: T
 baseline and Joader alternately; figures are medians, ratios are computed pair by pair. The jobs
 of a scenario start together once all are set up (a barrier after their imports), or at their
 stagger after the first.
+The machine's limit (eval pipeline): every load costs the prep time p, every delivery the job's
+and the daemon's CPU c for a cached item, on all cores: limit = D / ((L·p + D·c) / cores) images/s
+for the L loads and D deliveries of each Joader run; p (build/prep_bench, one thread, on the same
+files) and c (bench/client_cost.py) are measured in the same run, before and after the scenarios,
+and each row prints the fraction of the limit that Joader reached.
 Scenarios: (a) k = 1; (b) k = 2 and 4, identical subsets, same start; (c) k = 4, each a random
 75 % subset, starts staggered by a quarter of a one-job epoch; (d) k = 4 identical subsets with
 0, 10, 20, 40 ms of "training" per batch.
@@ -139,7 +144,9 @@ def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
         status = daemon.status()
     finally:
         daemon.stop()
-    return summarize(results, cpu_children() - cpu0, status["ld_ratio"])
+    out = summarize(results, cpu_children() - cpu0, status["ld_ratio"])
+    out["loads"], out["deliveries"] = status["loads"], status["deliveries"]
+    return out
 
 
 def summarize(results, cpu, ld):
@@ -161,6 +168,38 @@ def summarize(results, cpu, ld):
         out["steady_images_per_s"] = sum(sum(r["epoch_items"][1:]) for r in results) / (
             max(r["end"] for r in results) - steady_start)
     return out
+
+
+def prep_ms(build, root):
+    """The eval prep per load, one thread (build/prep_bench's BM_Prepare_Resize256_Crop224), ms."""
+    r = subprocess.run([os.path.join(build, "prep_bench"), "--benchmark_filter=BM_Prepare_Resize256_Crop224$",
+                        "--benchmark_format=json", "--benchmark_min_time=1", root],
+                       check=True, capture_output=True, text=True)
+    bench = json.loads(r.stdout)["benchmarks"][0]
+    assert bench["time_unit"] == "ms", bench
+    return bench["real_time"]
+
+
+def delivery_ms(build):
+    """CPU per delivery of a cached item, the job's and the daemon's (bench/client_cost.py, NCHW), ms."""
+    r = subprocess.run([PY, os.path.join(HERE, "..", "client_cost.py"), "--build", build, "--runs", "1",
+                        "--items", "500", "--epochs", "2"], check=True, capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        if line.strip().startswith("NCHW:"):  # "NCHW: job 0.0500 ms, daemon 0.0125 ms"
+            words = line.replace(",", "").split()
+            return float(words[2]) + float(words[5])
+    raise RuntimeError(f"bench/client_cost.py printed no NCHW line:\n{r.stdout}")
+
+
+def measure_costs(build, root):
+    p, c = prep_ms(build, root), delivery_ms(build)
+    print(f"costs: prep {p:.3f} ms per load, delivery {c:.4f} ms CPU per image", file=sys.stderr)
+    return p, c
+
+
+def limit_ips(run, p, c, cores):
+    """The machine's limit for a Joader run's loads and deliveries (see the module's docstring)."""
+    return run["deliveries"] / ((run["loads"] * p + run["deliveries"] * c) / 1000 / cores)
 
 
 def main():
@@ -206,6 +245,7 @@ def main():
     if args.tune_prefetch:
         return tune_prefetch(root, [int(v) for v in args.tune_prefetch.split(",")], args)
     results = {}
+    costs = [measure_costs(build, root)] if args.pipeline == "eval" else []
     with tempfile.TemporaryDirectory(prefix="joader-e2e-") as tmp:
         os.chmod(tmp, 0o700)
         # A one-job epoch on each side sets that side's quarter-epoch stagger for scenario (c).
@@ -236,6 +276,8 @@ def main():
                           f"{b['steady_images_per_s']:.0f}, joader {j['steady_images_per_s']:.0f} img/s",
                           file=sys.stderr)
 
+    if costs:
+        costs.append(measure_costs(build, root))
     med = statistics.median
     rows = []
     for name in names:
@@ -248,6 +290,11 @@ def main():
                          joader_cpu=med(x["cpu_per_image_ms"] for x in j), cpu_ratio=cpu_ratio,
                          ld=med(x["ld_ratio"] for x in j), slowest=slowest_ratio,
                          torch_jobs=t[len(t) // 2]["job_seconds"], joader_jobs=j[len(j) // 2]["job_seconds"]))
+        if costs:
+            p, c = statistics.mean(x[0] for x in costs), statistics.mean(x[1] for x in costs)
+            achieved = "first_epoch_images_per_s" if "first_epoch_images_per_s" in j[0] else "images_per_s"
+            rows[-1].update(prep_ms=p, delivery_ms=c, limit=med(limit_ips(x, p, c, os.cpu_count()) for x in j),
+                            fraction=med(x[achieved] / limit_ips(x, p, c, os.cpu_count()) for x in j))
         if "steady_images_per_s" in t[0]:
             rows[-1].update(
                 torch_first=med(x["first_epoch_images_per_s"] for x in t),
@@ -274,6 +321,16 @@ def main():
         for r in rows:
             print(f"| {r['name']} | {r['torch_first']:.0f} | {r['joader_first']:.0f} | {r['first_speedup']:.2f}× | "
                   f"{r['torch_steady']:.0f} | {r['joader_steady']:.0f} | {r['steady_speedup']:.2f}× |")
+    if costs:
+        p, c = rows[0]["prep_ms"], rows[0]["delivery_ms"]
+        print(f"\nThe machine's limit ({os.cpu_count()} cores, prep {p:.3f} ms per load, delivery {c:.4f} ms per image; "
+              f"each measured before and after the scenarios: {', '.join(f'{x[0]:.3f}/{x[1]:.4f}' for x in costs)}); "
+              "Joader's first epoch against it:\n")
+        print("| scenario | limit img/s | Joader img/s | fraction of the limit |")
+        print("|---|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['name']} | {r['limit']:.0f} | {r.get('joader_first', r['joader_ips']):.0f} | "
+                  f"{100 * r['fraction']:.0f} % |")
     plot(rows, os.path.join(args.out, f"{stem}.png"), args.pipeline)
 
 
