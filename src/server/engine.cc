@@ -95,7 +95,7 @@ Engine::~Engine() { shutdown(); }
 
 void Engine::shutdown() {
   {
-    MutexLock lk(mu_);
+    Lock lk(*this);
     if (stopping_) return;
     stopping_ = true;
     for (auto& [id, job] : jobs_) fail_job(*job, EngineError::kUnavailable, "server shutting down");
@@ -136,7 +136,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     }
   };
   {
-    MutexLock lk(mu_);
+    Lock lk(*this);
     if (!check_duplicate()) check_room();
   }
 
@@ -165,12 +165,12 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     return out;
   };
   {
-    MutexLock lk(mu_);
+    Lock lk(*this);
     if (const Dataset* existing = check_duplicate()) return answer_existing(*existing);
   }
   size_items(*ds, indexing);
 
-  MutexLock lk(mu_);
+  Lock lk(*this);
   if (const Dataset* existing = check_duplicate()) return answer_existing(*existing);  // added meanwhile
   check_room();
   if (ds->item_bytes > store_->capacity()) {
@@ -238,7 +238,7 @@ void Engine::restore_datasets(const std::function<void(const std::string&, const
     try {
       const v1::DatasetInfo added = add_dataset(s.spec, {});
       if (s.fingerprint.empty() || added.fingerprint() == s.fingerprint) continue;
-      MutexLock lk(mu_);
+      Lock lk(*this);
       const auto it = datasets_.find(s.spec.name());
       if (it == datasets_.end()) continue;  // removed meanwhile
       it->second->reindexed = fmt::format(
@@ -253,7 +253,7 @@ void Engine::restore_datasets(const std::function<void(const std::string&, const
 }
 
 std::vector<v1::DatasetInfo> Engine::list_datasets() {
-  MutexLock lk(mu_);
+  Lock lk(*this);
   std::vector<v1::DatasetInfo> out;
   for (const auto& [name, ds] : datasets_) out.push_back(info(*ds));
   return out;
@@ -261,7 +261,7 @@ std::vector<v1::DatasetInfo> Engine::list_datasets() {
 
 void Engine::remove_dataset(const std::string& name) {
   check_text("the dataset name", name, kMaxNameBytes);
-  MutexLock lk(mu_);
+  Lock lk(*this);
   auto it = datasets_.find(name);
   if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, fmt::format("unknown dataset '{}'", name));
   Dataset& ds = *it->second;
@@ -293,12 +293,22 @@ void Engine::wake(Job& j) {
   if (j.on_change) j.on_change();
 }
 
+void Engine::notify(const Wakeups& w) {
+  if (w.dispatcher) dispatch_cv_.notify_all();
+  if (w.space) space_cv_.notify_all();
+  if (w.loads > 1) {
+    loader_cv_.notify_all();
+  } else if (w.loads == 1) {
+    loader_cv_.notify_one();
+  }
+}
+
 Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, std::function<void()> on_change) {
   check_protocol(req.protocol_version());
   if (req.batch_size() == 0) throw EngineError(EngineError::kInvalidArgument, "batch size must be at least 1");
   check_text("the job name", req.name(), kMaxNameBytes);
   check_text("the dataset name", req.dataset(), kMaxNameBytes);
-  MutexLock lk(mu_);
+  Lock lk(*this);
   if (stopping_) throw EngineError(EngineError::kUnavailable, "server shutting down");
   auto dit = datasets_.find(req.dataset());
   if (dit == datasets_.end()) {
@@ -365,7 +375,7 @@ Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, s
     reply->set_width(ds.prep.crop);
     reply->set_channels(3);
   }
-  dispatch_cv_.notify_all();
+  wake_dispatcher();
   return job->id;
 }
 
@@ -382,7 +392,7 @@ std::shared_ptr<Engine::Job> Engine::find_job(JobId id) {
 double Engine::now() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
 
 void Engine::dispatch_loop() {
-  MutexLock lk(mu_);
+  Lock lk(*this);
   while (!stopping_) {
     const double t = now();
     while (auto round = dispatcher_.next_round(t)) {
@@ -400,6 +410,7 @@ void Engine::dispatch_loop() {
     // Sleep until the next round is due, or until an event (acknowledgement, drop, join, leave,
     // shutdown) notifies: no polling, so an idle daemon or one whose jobs are all stalled sleeps.
     const double due = dispatcher_.next_due(t);
+    lk.flush();
     if (due == Dispatcher::kNever) {
       dispatch_cv_.wait(lk.native());
     } else {
@@ -452,7 +463,7 @@ void Engine::start(Job& j, Entry& e) {
     tasks_.push_back(key);
     ++n_loads_;
     ++j.ds->loads;
-    loader_cv_.notify_one();
+    wake_loader();
   }
 }
 
@@ -479,7 +490,7 @@ void Engine::fit_window(Job& j) {
       std::erase_if(l->second.waiters, [&](const auto& w) { return w.second == e; });
     }
   }
-  space_cv_.notify_all();
+  wake_space();
   fill_window(j);  // a window that grew loads what entered it
   check_invariants("fitting a window");
 }
@@ -536,10 +547,13 @@ void Engine::update_waiting(Job& j) {
 
 void Engine::loader_loop() {
   std::vector<uint8_t> raw, prepared;
-  MutexLock lk(mu_);
+  Lock lk(*this);
   for (;;) {
     if (!retired_.empty()) reap_retired();  // the last load of a removed dataset may just have ended
-    while (!stopping_ && tasks_.empty()) loader_cv_.wait(lk.native());
+    while (!stopping_ && tasks_.empty()) {
+      lk.flush();
+      loader_cv_.wait(lk.native());
+    }
     if (stopping_) return;
     const CacheKey key = tasks_.front();
     tasks_.pop_front();
@@ -582,7 +596,7 @@ void Engine::loader_loop() {
     if (claimed) {
       if (error.empty()) {
         store_->unpin(key);
-        space_cv_.notify_all();  // it may be evicted now
+        wake_space();  // it may be evicted now
       } else {
         discard(key);
       }
@@ -626,13 +640,13 @@ void Engine::loader_loop() {
     copy_in(placed->extents, prepared);
     lk.lock();
     store_->unpin(key);
-    space_cv_.notify_all();  // it may be evicted now
+    wake_space();  // it may be evicted now
     finish_load(key, true, "");
     check_invariants("finishing a load");
   }
 }
 
-const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, MutexLock& lk) {
+const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, Lock& lk) {
   // Reservations guarantee the bytes once unpinned items are evicted, and place() needs no more
   // than the bytes, so no load waits on fragmentation. Waiting is left as a safety net: it counts
   // in space_waits, and gives up after 30 s rather than hang the item's jobs.
@@ -645,6 +659,7 @@ const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, Mut
     }
     if (!waited) ++n_space_waits_;
     waited = true;
+    lk.flush();
     space_cv_.wait_for(lk.native(), std::chrono::milliseconds(100));
   }
   return nullptr;
@@ -652,7 +667,7 @@ const Placement* Engine::claim(CacheKey key, uint64_t size, ImageSize shape, Mut
 
 void Engine::discard(CacheKey key) {
   store_->discard(key);
-  space_cv_.notify_all();
+  wake_space();
 }
 
 void Engine::copy_in(const std::vector<Extent>& extents, const std::vector<uint8_t>& bytes) {
@@ -690,7 +705,7 @@ void Engine::finish_load(CacheKey key, bool loaded, const std::string& error) {
         // job earns catch-up credit for the items that replace it.
         dispatcher_.dropped(job->id, 1);
         fill_window(*job);
-        dispatch_cv_.notify_all();
+        wake_dispatcher();
         wake(*job);
       } else {
         fail_job(*job, EngineError::kDataLoss, error);
@@ -729,7 +744,7 @@ bool Engine::batch_ready(Job& j, size_t* take) {
 }
 
 Engine::Poll Engine::poll_batch(JobId id, v1::Batch* out) {
-  MutexLock lk(mu_);
+  Lock lk(*this);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
     throw_if_ended(id);
@@ -760,8 +775,8 @@ Engine::Poll Engine::take_batch(Job& j, v1::Batch* out) {
         dispatcher_.dropped(j.id, delivered.size());
         fill_window(j);
         delivered.clear();
-        space_cv_.notify_all();
-        dispatch_cv_.notify_all();
+        wake_space();
+        wake_dispatcher();
         // The end of an epoch must reach the client even when nothing of its last batch is left
         // (dropped by drop_last, or every item skipped): it gets an empty batch marked last, so
         // that its epoch count and resume state move on.
@@ -815,7 +830,7 @@ Engine::Poll Engine::take_batch(Job& j, v1::Batch* out) {
 }
 
 void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
-  MutexLock lk(mu_);
+  Lock lk(*this);
   std::shared_ptr<Job> job = find_job(id);
   if (std::isfinite(wait_seconds) && wait_seconds > 0) job->wait_seconds += wait_seconds;
   auto it = job->sent.find(seq);
@@ -827,8 +842,8 @@ void Engine::ack(JobId id, uint64_t seq, double wait_seconds) {
   job->sent.erase(it);
   fill_window(*job);
   wake(*job);
-  space_cv_.notify_all();
-  dispatch_cv_.notify_all();
+  wake_space();
+  wake_dispatcher();
   check_invariants("an acknowledgement");
 }
 
@@ -853,13 +868,13 @@ void Engine::release(Job& j) {
   j.ds->jobs.erase(j.slot);
   jobs_.erase(j.id);
   wake(j);
-  space_cv_.notify_all();
-  dispatch_cv_.notify_all();
+  wake_space();
+  wake_dispatcher();
   check_invariants("releasing a job");
 }
 
 void Engine::close_job(JobId id) {
-  MutexLock lk(mu_);
+  Lock lk(*this);
   ended_.erase(id);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
@@ -873,7 +888,7 @@ void Engine::throw_if_ended(JobId id) const {
 
 void Engine::end_job(const std::string& name) {
   check_text("the job name", name, kMaxNameBytes);
-  MutexLock lk(mu_);
+  Lock lk(*this);
   const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&name](const auto& j) { return j.second->name == name; });
   if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, fmt::format("no job named '{}'", name));
   std::shared_ptr<Job> keep = it->second;
@@ -888,7 +903,7 @@ void Engine::end_job(const std::string& name) {
 // Status
 
 v1::StatusReply Engine::status() {
-  MutexLock lk(mu_);
+  Lock lk(*this);
   v1::StatusReply out;
   const double t = now();
   out.set_loads(n_loads_);

@@ -22,7 +22,10 @@
 // always be loaded (evicting unpinned items) and every reserved batch completes: no deadlock,
 // whatever the number of jobs. A job whose one batch exceeds the arena is refused at registration.
 //
-// Thread safety: every public method may be called from any thread.
+// Thread safety: every public method may be called from any thread. One mutex guards the state;
+// the transitions made under it gather what they must wake (Wakeups: the dispatcher thread,
+// loader threads, loads waiting for room), and Engine::Lock applies that once, when it releases
+// the lock or before a wait, rather than each transition notifying condition variables itself.
 #pragma once
 
 #include <chrono>
@@ -38,6 +41,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cache/cache.h"
@@ -150,6 +154,44 @@ class Engine {
     bool last_of_epoch = false;
     const Placement* placed = nullptr;  // read only while kReady (the entry pins the item)
   };
+  // What the transitions made under the lock must wake: gathered in wakeups_ (wake_*), applied
+  // by notify() once, when a Lock lets go of the lock (or flushes before a wait). A job's own
+  // on_change is not deferred so: it is called under the lock (wake), where its stream cannot be
+  // going away.
+  struct Wakeups {
+    bool dispatcher = false;  // a round may be due: a job joined, left, acknowledged or dropped items
+    size_t loads = 0;         // load tasks queued, for as many loader threads
+    bool space = false;       // pins or blocks were released: a waiting claim may fit now
+  };
+  // mu_, held from construction to destruction except between unlock() and lock(); applies the
+  // wakeups gathered under it each time it releases the lock, and at flush() (before a wait).
+  class JOADER_SCOPED_CAPABILITY Lock {
+   public:
+    explicit Lock(Engine& e) JOADER_ACQUIRE(e.mu_) JOADER_NO_THREAD_SAFETY_ANALYSIS : engine_(e), lock_(e.mu_) {}
+    ~Lock() JOADER_RELEASE() JOADER_NO_THREAD_SAFETY_ANALYSIS {
+      if (lock_.native().owns_lock()) unlock();
+    }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    void unlock() JOADER_RELEASE() JOADER_NO_THREAD_SAFETY_ANALYSIS {
+      const Wakeups w = engine_.take_wakeups();
+      lock_.unlock();
+      engine_.notify(w);
+    }
+    void lock() JOADER_ACQUIRE() JOADER_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); }
+    void flush() { engine_.notify(engine_.take_wakeups()); }
+    std::unique_lock<std::mutex>& native() { return lock_.native(); }  // for condition variables
+
+   private:
+    Engine& engine_;
+    MutexLock lock_;
+  };
+  void wake_dispatcher() JOADER_REQUIRES(mu_) { wakeups_.dispatcher = true; }
+  void wake_loader() JOADER_REQUIRES(mu_) { ++wakeups_.loads; }
+  void wake_space() JOADER_REQUIRES(mu_) { wakeups_.space = true; }
+  Wakeups take_wakeups() JOADER_NO_THREAD_SAFETY_ANALYSIS { return std::exchange(wakeups_, {}); }
+  void notify(const Wakeups& w);
+
   struct Load {
     Dataset* dataset;
     ItemId item;
@@ -177,7 +219,7 @@ class Engine {
   // Arena blocks for an item of `size` bytes, which then is resident and pinned: store_->place(),
   // or, while it cannot, waiting for pins to be released (counted in space_waits) for at most 30 s.
   // nullptr once shutting down or after 30 s. lk holds mu_ (released while waiting).
-  const Placement* claim(CacheKey key, uint64_t size, ImageSize shape, MutexLock& lk) JOADER_REQUIRES(mu_);
+  const Placement* claim(CacheKey key, uint64_t size, ImageSize shape, Lock& lk) JOADER_REQUIRES(mu_);
   // Drops a claimed item whose load failed or was abandoned, and wakes loaders waiting for room.
   void discard(CacheKey key) JOADER_REQUIRES(mu_);
   // Copies an item's bytes into its blocks, in order. Without mu_ (the item is pinned).
@@ -211,6 +253,7 @@ class Engine {
   NextUses next_uses_ JOADER_GUARDED_BY(mu_);                // the due times of planned entries (policy planned)
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
+  Wakeups wakeups_ JOADER_GUARDED_BY(mu_);  // gathered by the transitions, applied by Lock
   std::condition_variable loader_cv_;   // tasks_ non-empty or stopping_
   std::condition_variable space_cv_;    // pins were released
   std::condition_variable dispatch_cv_;

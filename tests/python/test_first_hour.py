@@ -1,5 +1,7 @@
 """What a new user meets in the first hour: loops written as for torch's DataLoader, names that
-stay the same across processes, and Ctrl-C while waiting for a daemon that does not answer."""
+stay the same across processes, Ctrl-C while waiting for a daemon that does not answer, and
+Joader in forked and spawned workers."""
+import contextlib
 import os
 import shutil
 import signal
@@ -316,68 +318,59 @@ if __name__ == "__main__":
 """
 
 
-def run_script(workdir, name, source, timeout=60):
-    script = os.path.join(workdir, name)
+@contextlib.contextmanager
+def daemon_with_synth(workdir):
+    daemon = Daemon(workdir)
+    try:
+        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
+        yield daemon
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)  # in case a script stopped it
+        daemon.stop()
+
+
+def run_script(workdir, daemon, template, timeout=60):
+    """Runs `template` (formatted with python, socket, daemon_pid) in a new interpreter."""
+    script = os.path.join(workdir, "script.py")
     with open(script, "w") as f:
-        f.write(source)
-    return subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=timeout)
+        f.write(template.format(python=os.path.join(BUILD, "python"), socket=daemon.socket,
+                                daemon_pid=daemon.proc.pid))
+    r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return r
 
 
 def test_a_forked_child_uses_joader_and_leaves_the_parents_job_alone(workdir):
-    daemon = Daemon(workdir)
-    try:
-        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
-        python = os.path.join(BUILD, "python")
-        r = run_script(workdir, "forked.py", FORKED_CHILD.format(python=python, socket=daemon.socket))
-        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-        lines = r.stdout.splitlines()
-        assert lines[:2] == ["child datasets ['synth']", "child epoch True"], r.stdout
-        assert lines[2].startswith("child inherited loader 9 this Loader belongs to process"), r.stdout
-        assert "Make a new Loader in this process" in lines[2]
-        assert lines[3:] == ["parent ok"], r.stdout
-        assert "lost the Joader daemon" not in r.stderr, "the child's exit left the parent's connection alone"
-    finally:
-        daemon.stop()
+    with daemon_with_synth(workdir) as daemon:
+        r = run_script(workdir, daemon, FORKED_CHILD)
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["child datasets ['synth']", "child epoch True"], r.stdout
+    assert lines[2].startswith("child inherited loader 9 this Loader belongs to process"), r.stdout
+    assert "Make a new Loader in this process" in lines[2]
+    assert lines[3:] == ["parent ok"], r.stdout
+    assert "lost the Joader daemon" not in r.stderr, "the child's exit left the parent's connection alone"
 
 
 def test_torch_dataloader_workers_whose_dataset_calls_joader_work(workdir):
-    daemon = Daemon(workdir)
-    try:
-        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
-        python = os.path.join(BUILD, "python")
-        r = run_script(workdir, "workers.py", DATALOADER_WORKERS.format(python=python, socket=daemon.socket), 120)
-        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-        assert r.stdout.splitlines()[0].startswith("True"), r.stdout
-        assert r.stdout.splitlines()[1:] == ["parent ok"], r.stdout
-    finally:
-        daemon.stop()
+    with daemon_with_synth(workdir) as daemon:
+        r = run_script(workdir, daemon, DATALOADER_WORKERS, timeout=120)
+    assert r.stdout.splitlines()[0].startswith("True"), r.stdout
+    assert r.stdout.splitlines()[1:] == ["parent ok"], r.stdout
 
 
 def test_a_child_forked_while_another_thread_is_in_a_call_is_told_instead_of_hanging(workdir):
-    daemon = Daemon(workdir)
-    try:
-        python = os.path.join(BUILD, "python")
-        r = run_script(workdir, "during.py", FORKED_DURING_A_CALL.format(python=python, socket=daemon.socket,
-                                                                          daemon_pid=daemon.proc.pid))
-        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-        lines = r.stdout.splitlines()
-        assert lines[0].startswith("9 this process was forked from process")
-        assert "while another thread was in a Joader call" in lines[0] and "'spawn'" in lines[0], lines[0]
-        assert lines[1:] == ["parent ok"], r.stdout
-    finally:
-        os.kill(daemon.proc.pid, signal.SIGCONT)
-        daemon.stop()
+    with daemon_with_synth(workdir) as daemon:
+        r = run_script(workdir, daemon, FORKED_DURING_A_CALL)
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("9 this process was forked from process")
+    assert "while another thread was in a Joader call" in lines[0] and "'spawn'" in lines[0], lines[0]
+    assert lines[1:] == ["parent ok"], r.stdout
 
 
 def test_a_spawned_worker_uses_joader(workdir):
-    daemon = Daemon(workdir)
-    try:
-        joader.Client(daemon.socket).add_dataset("synth", source="synthetic:20:16x16", crop=16)
-        python = os.path.join(BUILD, "python")
-        r = run_script(workdir, "spawned.py", SPAWNED_WORKER.format(python=python, socket=daemon.socket), 120)
-        assert r.returncode == 0 and r.stdout.strip() == "True", r.stdout + r.stderr[-3000:]
-    finally:
-        daemon.stop()
+    with daemon_with_synth(workdir) as daemon:
+        r = run_script(workdir, daemon, SPAWNED_WORKER, timeout=120)
+    assert r.stdout.strip() == "True", r.stdout + r.stderr[-3000:]
 
 
 def test_the_readmes_training_example_runs_with_a_9000x3000_photo_in_the_folder(workdir, tmp_path):
