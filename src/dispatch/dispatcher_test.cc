@@ -53,14 +53,18 @@ struct Driver {
   void run(double from, double to, double dt = 1e-4) {
     for (double t = from; t < to; t += dt) step(t);
   }
+  // n jobs of dataset 0 (slots and keys 0..n-1) joining at time 0, with no consumers.
+  void add_jobs(JobSlot n, uint32_t batch, uint32_t prefetch, uint64_t item_bytes = 1) {
+    for (JobSlot s = 0; s < n; ++s) {
+      d.add_job(s, config(s, batch, prefetch, item_bytes), 0.0);
+      key_of[s] = s;
+    }
+  }
   // n jobs of dataset 0 (slots and keys 0..n-1, batches of 16), each acknowledging a batch every
   // period ± jitter seconds.
   void add_equal_jobs(JobSlot n, double period, double jitter) {
-    for (JobSlot s = 0; s < n; ++s) {
-      d.add_job(s, config(s), 0.0);
-      key_of[s] = s;
-      consumers.emplace_back(Key(s), 16, period, jitter);
-    }
+    add_jobs(n, 16, 4);
+    for (JobSlot s = 0; s < n; ++s) consumers.emplace_back(Key(s), 16, period, jitter);
   }
   // The share of the items decided in the recorded rounds that were decided in rounds of n jobs.
   double share_in_rounds_of(size_t n) const {
@@ -119,10 +123,7 @@ TEST(Dispatcher, JobsWaitingOnLoadsJoinEveryRoundEvenWithFullQueues) {
 TEST(Dispatcher, AFullJobWaitingOnLoadsJoinsUpToABatchBeyondItsHorizonButNeverMakesARoundDue) {
   Dispatcher d(UINT64_MAX, 0.0);
   Driver drv(d);
-  for (JobSlot s = 0; s < 2; ++s) {
-    d.add_job(s, config(s, 8, 2), 0.0);
-    drv.key_of[s] = s;
-  }
+  drv.add_jobs(2, 8, 2);
   drv.consumers.emplace_back(0, 8, 0.002, 0.0);  // job 1 never consumes: its queue is full
   drv.run(0.0, 1.0);
   ASSERT_EQ(d.queued(1), 16u);
@@ -152,10 +153,7 @@ TEST(Dispatcher, AStalledJobsShownRateFallsTowardsZeroWhileItsPacingRateIsKept) 
 TEST(Dispatcher, AStalledJobStopsDecidingAndItsPeersGoOn) {
   Dispatcher d(UINT64_MAX, 0.0);
   Driver drv(d);
-  for (JobSlot s = 0; s < 2; ++s) {
-    d.add_job(s, config(s, 8, 2), 0.0);
-    drv.key_of[s] = s;
-  }
+  drv.add_jobs(2, 8, 2);
   drv.consumers.emplace_back(0, 8, 0.002, 0.0);  // job 1 never consumes
   drv.run(0.0, 1.0);
   EXPECT_EQ(d.queued(1), 16u) << "the stalled job holds exactly its prefetch (2 batches of 8)";
@@ -185,11 +183,8 @@ TEST(Dispatcher, AJobBelowOneBatchCatchesUpToItAtOnce) {
 TEST(Dispatcher, AJobJoiningMidwayEarnsAtItsPeersMedianRateAndALeaverFreesItsReservation) {
   Dispatcher d(UINT64_MAX, 0.0);
   Driver drv(d);
-  for (JobSlot s = 0; s < 2; ++s) {
-    d.add_job(s, config(s, 16, 4, 10), 0.0);
-    drv.key_of[s] = s;
-    drv.consumers.emplace_back(Key(s), 16, 0.008, 0.0);  // 2000 items/s each
-  }
+  drv.add_jobs(2, 16, 4, 10);
+  for (JobSlot s = 0; s < 2; ++s) drv.consumers.emplace_back(Key(s), 16, 0.008, 0.0);  // 2000 items/s each
   drv.run(0.0, 1.0);
   d.add_job(2, config(2, 16, 4, 10), 1.0);
   drv.key_of[2] = 2;
@@ -377,10 +372,7 @@ DispatcherOptions plans(double horizon) {
 TEST(Dispatcher, JobsPlanTheSameTimeAheadWhateverTheirSpeedAndPlansReserveNoMemory) {
   Dispatcher d(UINT64_MAX, 0.0, plans(0.5));
   Driver drv(d);
-  for (JobSlot s = 0; s < 2; ++s) {
-    d.add_job(s, config(s, 8, 2, 100), 0.0);
-    drv.key_of[s] = s;
-  }
+  drv.add_jobs(2, 8, 2, 100);
   drv.consumers.emplace_back(0, 8, 0.004, 0.0);
   drv.consumers.emplace_back(1, 8, 0.008, 0.0);
   drv.run(0.0, 2.0);

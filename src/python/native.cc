@@ -41,10 +41,6 @@ std::atomic<int> calls_in_grpc{0};
 // Counts a call into gRPC, and releases the GIL for it (in that order: the count is only ever
 // changed with the GIL held).
 class GrpcCall {
- public:
-  GrpcCall() : count_(), nogil_() {}
-
- private:
   struct Count {
     Count() { calls_in_grpc.fetch_add(1); }
     ~Count() { calls_in_grpc.fetch_sub(1); }
