@@ -1,5 +1,5 @@
 // Dispatcher: decides *when* jobs take part in a sampler round, and which ones. The one rule for
-// the daemon (src/server/engine.cc drives it on the steady clock) and the simulator
+// the daemon (src/server/serving_state.cc drives it, on the clock the Engine passes) and the simulator
 // (src/sim/simulator.cc drives it on its virtual clock). It holds numbers only — credits, rates,
 // queue lengths, reservations; the owner keeps the decided items themselves.
 //

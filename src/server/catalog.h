@@ -3,7 +3,7 @@
 // A Dataset is a registered spec (name, source, prep, on_error), its item list (the Source), how
 // its items are prepared and how many arena bytes each takes once stored (known from each image's
 // header at `dataset add`, so that a batch reserves what its items take and one huge image costs
-// only itself), its fingerprint, and the sampler its jobs draw from. Its jobs are the Engine's.
+// only itself), its fingerprint, and the sampler its jobs draw from. Its jobs are the ServingState's.
 //
 // open_dataset() and size_items() are the slow part of `dataset add` — listing the source, reading
 // every header — and run without any lock; the Engine then registers the result under its own. The other
@@ -46,7 +46,7 @@ void check_add_request(const v1::AddDatasetRequest& request);
 std::string spec_difference(const v1::AddDatasetRequest& have, const v1::AddDatasetRequest& asked);
 
 struct Dataset {
-  uint32_t index = 0;  // the Engine's number for it (cache keys)
+  uint32_t index = 0;  // the ServingState's number for it (cache keys)
   v1::AddDatasetRequest spec;
   std::unique_ptr<Source> source;
   PrepSpec prep;

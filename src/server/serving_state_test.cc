@@ -1,0 +1,288 @@
+// ServingState driven alone, on one thread, with the time as an argument: what each transition
+// does to the jobs, the loads and the cache, and what it asks the threads to do (Wakeups). The
+// loads are "run" by placing each item and storing it without reading anything: these tests are
+// about the state's bookkeeping, not the bytes (engine_test.cc runs the real loads, on threads).
+#include "server/serving_state.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/protocol.h"
+#include "ipc/arena_allocator.h"
+
+namespace joader {
+namespace {
+
+ServingOptions options(const std::string& policy = "refcnt") {
+  ServingOptions o;
+  o.cache_bytes = 1 << 20;
+  o.policy = policy;
+  o.seed = 7;
+  o.check_invariants = true;
+  return o;
+}
+
+v1::AddDatasetRequest synthetic(const std::string& name, int items, const std::string& on_error = "fail") {
+  v1::AddDatasetRequest r;
+  r.set_protocol_version(kProtocolVersion);
+  r.set_name(name);
+  r.set_source("synthetic:" + std::to_string(items) + ":12x10");
+  r.set_crop(8);
+  r.set_on_error(on_error);
+  return r;
+}
+
+// What Engine::add_dataset does around its lock, on this thread.
+v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request) {
+  state.check_new(request);
+  auto ds = std::make_unique<Dataset>();
+  open_dataset(*ds, request, [](const std::string& spec, const std::function<void(size_t)>& progress,
+                                const std::string& root) { return open_source(spec, progress, root); },
+               "", {});
+  size_items(*ds, {});
+  return state.add_dataset(request, std::move(ds));
+}
+
+v1::Register job(const std::string& dataset, uint32_t batch, uint32_t epochs, uint32_t prefetch = 2) {
+  v1::Register r;
+  r.set_protocol_version(kProtocolVersion);
+  r.set_dataset(dataset);
+  r.set_batch_size(batch);
+  r.set_epochs(epochs);
+  r.set_prefetch(prefetch);
+  return r;
+}
+
+// Runs every queued load as a loader thread would, the item's bytes aside; `error`, when given,
+// is the error every one of them ends with. Returns how many were run.
+size_t run_loads(ServingState& state, const std::string& error = "") {
+  size_t n = 0;
+  while (auto task = state.take_task()) {
+    ++n;
+    LoadedItem loaded{task->claim_shape, error, 0.001};
+    if (task->claim_size > 0) {
+      EXPECT_NE(state.place(task->key, task->claim_size, task->claim_shape), nullptr);
+      state.loaded_in_place(task->key, loaded);
+      continue;
+    }
+    const Placement* placed = nullptr;
+    if (state.prepared(task->key, loaded, 8 * 8 * 3, &placed) == ServingState::Next::kDone) continue;
+    if (!placed) placed = state.place(task->key, 8 * 8 * 3, {8, 8});
+    EXPECT_NE(placed, nullptr);
+    state.stored(task->key);
+  }
+  return n;
+}
+
+TEST(ServingState, ARoundQueuesTheWindowsLoadsForTheLoadersAndTheBatchIsReadyOnceTheyAreStored) {
+  ServingState state(options());
+  add(state, synthetic("d", 64));
+  state.take_wakeups();
+  v1::Registered reply;
+  int changes = 0;
+  const auto id = state.open_job(job("d", 4, 1), &reply, [&] { ++changes; }, 0.0);
+  EXPECT_EQ(reply.items_per_epoch(), 64u);
+  EXPECT_EQ(reply.width(), 8u);
+  EXPECT_TRUE(state.take_wakeups().dispatcher) << "a job joined: a round may be due";
+
+  state.dispatch(0.0);
+  const auto w = state.take_wakeups();
+  EXPECT_GT(w.loads, 0u) << "the window's items are new loads";
+  v1::Batch batch;
+  EXPECT_EQ(state.poll_batch(id, &batch), ServingState::Poll::kWait);
+
+  const size_t loads = run_loads(state);
+  EXPECT_EQ(loads, w.loads) << "one loader woken per task";
+  EXPECT_GE(loads, 4u) << "at least the first batch";
+  EXPECT_LE(loads, 8u) << "at most the window: prefetch 2 batches of 4";
+  EXPECT_GT(changes, 0) << "its on_change tells the job a batch became ready";
+  ASSERT_EQ(state.poll_batch(id, &batch), ServingState::Poll::kBatch);
+  EXPECT_EQ(batch.ids_size(), 4);
+  EXPECT_EQ(batch.seq(), 0u);
+  EXPECT_EQ(state.status(0.1).pinned_bytes(), loads * ArenaAllocator::rounded(8 * 8 * 3))
+      << "the window's items stay pinned, the sent batch's until it is acknowledged";
+
+  state.take_wakeups();
+  state.ack(id, batch.seq(), 0, 0.1);
+  const auto after_ack = state.take_wakeups();
+  EXPECT_TRUE(after_ack.dispatcher) << "an acknowledgement earns credit: the next round may be due";
+  EXPECT_TRUE(after_ack.space) << "its items were unpinned";
+  EXPECT_THROW(state.ack(id, batch.seq(), 0, 0.1), EngineError) << "a batch is acknowledged once";
+}
+
+// The whole life of two jobs on one dataset, with the clock advanced by hand: every item is loaded
+// once for both, each job gets every item once per epoch, and nothing stays pinned once they end.
+TEST(ServingState, TwoIdenticalJobsDrivenWithoutThreadsShareEveryLoadAndGetExactEpochs) {
+  ServingState state(options());
+  add(state, synthetic("d", 48));
+  v1::Registered reply;
+  const std::vector<ServingState::JobId> ids = {state.open_job(job("d", 4, 2), &reply, {}, 0.0),
+                                                 state.open_job(job("d", 4, 2), &reply, {}, 0.0)};
+  std::map<ServingState::JobId, std::map<uint32_t, std::multiset<uint32_t>>> got;
+  std::set<ServingState::JobId> done;
+  double t = 0;
+  for (int step = 0; step < 10000 && done.size() < ids.size(); ++step, t += 0.005) {
+    state.dispatch(t);
+    run_loads(state);
+    for (auto id : ids) {
+      if (done.count(id)) continue;
+      v1::Batch batch;
+      const auto poll = state.poll_batch(id, &batch);
+      if (poll == ServingState::Poll::kDone) done.insert(id);
+      if (poll != ServingState::Poll::kBatch) continue;
+      for (uint32_t item : batch.ids()) got[id][batch.epoch()].insert(item);
+      state.ack(id, batch.seq(), 0, t);
+    }
+  }
+  ASSERT_EQ(done.size(), 2u) << "both jobs end within 10000 steps";
+  std::multiset<uint32_t> every;
+  for (uint32_t i = 0; i < 48; ++i) every.insert(i);
+  for (auto id : ids) {
+    EXPECT_EQ(got[id][0], every);
+    EXPECT_EQ(got[id][1], every);
+  }
+  const v1::StatusReply s = state.status(t);
+  EXPECT_EQ(s.deliveries(), 2u * 2 * 48);
+  EXPECT_EQ(s.loads(), 48u) << "one load per item, shared by both jobs; the cache holds them all for the second epoch";
+  EXPECT_EQ(s.hits(), 2u * 48) << "the second epoch is all hits, for each job";
+  for (auto id : ids) state.close_job(id);
+  EXPECT_EQ(state.status(t).pinned_bytes(), 0u);
+  EXPECT_TRUE(state.status(t).jobs().empty());
+}
+
+TEST(ServingState, AFailedLoadFailsEveryJobWaitingForItWithTheLoadsError) {
+  ServingState state(options());
+  add(state, synthetic("d", 16));
+  v1::Registered reply;
+  const auto a = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
+  const auto b = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
+  state.dispatch(0.0);
+  run_loads(state, "item 3 (x.jpg): not a JPEG");
+  for (auto id : {a, b}) {
+    v1::Batch batch;
+    try {
+      state.poll_batch(id, &batch);
+      ADD_FAILURE() << "job " << id << " got a batch";
+    } catch (const EngineError& e) {
+      EXPECT_EQ(e.code(), EngineError::kDataLoss);
+      EXPECT_STREQ(e.what(), "item 3 (x.jpg): not a JPEG");
+    }
+  }
+}
+
+TEST(ServingState, UnderOnErrorSkipAFailedLoadIsLeftOutAndReportedInTheBatch) {
+  ServingState state(options());
+  add(state, synthetic("d", 8, "skip"));
+  v1::Registered reply;
+  const auto id = state.open_job(job("d", 8, 1, 1), &reply, {}, 0.0);
+  state.dispatch(0.0);
+  // The first load fails, the others succeed.
+  auto first = state.take_task();
+  ASSERT_TRUE(first);
+  ASSERT_NE(state.place(first->key, first->claim_size, first->claim_shape), nullptr);
+  state.loaded_in_place(first->key, LoadedItem{first->claim_shape, "item: broken", 0.001});
+  std::set<uint32_t> delivered;
+  std::vector<uint32_t> skipped;
+  for (double t = 0; t < 5; t += 0.01) {
+    state.dispatch(t);
+    run_loads(state);
+    v1::Batch batch;
+    const auto poll = state.poll_batch(id, &batch);
+    if (poll == ServingState::Poll::kDone) break;
+    if (poll != ServingState::Poll::kBatch) continue;
+    delivered.insert(batch.ids().begin(), batch.ids().end());
+    skipped.insert(skipped.end(), batch.skipped().begin(), batch.skipped().end());
+    state.ack(id, batch.seq(), 0, t);
+  }
+  EXPECT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(delivered.size(), 7u);
+  EXPECT_EQ(delivered.count(skipped.at(0)), 0u);
+  EXPECT_EQ(state.status(5).skipped(), 1u);
+}
+
+TEST(ServingState, ClosingAJobReleasesItsPinsAndTellsWaitingClaimsThatRoomWasFreed) {
+  ServingState state(options());
+  add(state, synthetic("d", 64));
+  v1::Registered reply;
+  const auto id = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
+  state.dispatch(0.0);
+  run_loads(state);
+  v1::Batch batch;
+  ASSERT_EQ(state.poll_batch(id, &batch), ServingState::Poll::kBatch);
+  EXPECT_GT(state.status(0).pinned_bytes(), 0u);
+  state.take_wakeups();
+  state.close_job(id);
+  EXPECT_TRUE(state.take_wakeups().space);
+  EXPECT_EQ(state.status(0).pinned_bytes(), 0u);
+  try {
+    state.poll_batch(id, &batch);
+    ADD_FAILURE() << "a closed job polled";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), EngineError::kUnavailable);
+  }
+}
+
+TEST(ServingState, ALoadWhoseJobsLeftIsKeptOnlyIfItFitsWithoutEvicting) {
+  ServingState state(options());
+  add(state, synthetic("d", 64));
+  v1::Registered reply;
+  const auto id = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
+  state.dispatch(0.0);
+  auto task = state.take_task();
+  ASSERT_TRUE(task);
+  state.close_job(id);
+  // Claimed before the job left: the loader stores it as usual; it is cached, unpinned.
+  ASSERT_NE(state.place(task->key, task->claim_size, task->claim_shape), nullptr);
+  state.loaded_in_place(task->key, LoadedItem{task->claim_shape, "", 0.001});
+  EXPECT_EQ(state.status(0).cached_items(), 1u);
+  EXPECT_EQ(state.status(0).pinned_bytes(), 0u);
+  // Taken after it left: not claimed first, and placed only where there is free room.
+  auto next = state.take_task();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->claim_size, 0u);
+  const Placement* placed = nullptr;
+  ASSERT_EQ(state.prepared(next->key, LoadedItem{{8, 8}, "", 0.001}, 8 * 8 * 3, &placed), ServingState::Next::kPlace);
+  ASSERT_NE(placed, nullptr);
+  state.stored(next->key);
+  EXPECT_EQ(state.status(0).cached_items(), 2u);
+}
+
+TEST(ServingState, ShuttingDownFailsEveryJobAndHandsOutNoMoreTasks) {
+  ServingState state(options());
+  add(state, synthetic("d", 64));
+  v1::Registered reply;
+  int changes = 0;
+  const auto id = state.open_job(job("d", 4, 1), &reply, [&] { ++changes; }, 0.0);
+  state.dispatch(0.0);
+  state.shut_down();
+  EXPECT_FALSE(state.take_task());
+  EXPECT_GT(changes, 0);
+  v1::Batch batch;
+  EXPECT_THROW(state.poll_batch(id, &batch), EngineError);
+  EXPECT_THROW(state.open_job(job("d", 4, 1), &reply, {}, 0.0), EngineError);
+}
+
+TEST(ServingState, TheSavedListsVersionGrowsWithEveryAddAndRemoveSoThatAnOlderListIsNeverWrittenLast) {
+  ServingState state(options());
+  const uint64_t v0 = state.saved_datasets().second;
+  add(state, synthetic("a", 8));
+  add(state, synthetic("b", 8));
+  const auto [two, v2] = state.saved_datasets();
+  EXPECT_EQ(two.size(), 2u);
+  EXPECT_GT(v2, v0);
+  EXPECT_TRUE(add(state, synthetic("a", 8)).existed());
+  EXPECT_EQ(state.saved_datasets().second, v2) << "an identical re-add changes nothing";
+  state.remove_dataset("a");
+  const auto [one, v3] = state.saved_datasets();
+  EXPECT_EQ(one.size(), 1u);
+  EXPECT_GT(v3, v2);
+  EXPECT_THROW(state.remove_dataset("a"), EngineError);
+}
+
+}  // namespace
+}  // namespace joader
