@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "prep/image_formats.h"
 #include "prep/pil_cmyk.h"
@@ -52,7 +53,10 @@ tjhandle compressor() {
   return handle.get();
 }
 
-void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img) {
+// Decodes into the width · height · 3 bytes that dest(width, height) returns once the header is
+// read (it may throw to refuse the size).
+template <class Dest>
+ImageSize decode_jpeg_to(std::span<const uint8_t> data, uint64_t max_pixels, Dest dest) {
   tjhandle tj = decompressor();
   int width = 0, height = 0, subsamp = -1, colorspace = -1;
   const int rc =
@@ -70,14 +74,12 @@ void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img)
   if (static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > max_pixels)
     throw_too_large(width, height, max_pixels);
 
-  img.width = static_cast<uint32_t>(width);
-  img.height = static_cast<uint32_t>(height);
-  img.rgb.resize(static_cast<size_t>(width) * height * 3);
+  uint8_t* rgb = dest(static_cast<uint32_t>(width), static_cast<uint32_t>(height));
   // libjpeg converts CMYK/YCCK only to CMYK: decode to a CMYK buffer and convert as PIL does.
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   std::vector<uint8_t> cmyk_pixels(cmyk ? static_cast<size_t>(width) * height * 4 : 0);
   // Flags 0: accurate integer DCT and fancy upsampling, libjpeg's defaults, which PIL uses too.
-  if (tjDecompress2(tj, data.data(), data.size(), cmyk ? cmyk_pixels.data() : img.rgb.data(), width,
+  if (tjDecompress2(tj, data.data(), data.size(), cmyk ? cmyk_pixels.data() : rgb, width,
                     0, height, cmyk ? TJPF_CMYK : TJPF_RGB, 0) != 0) {
     const std::string message = tjGetErrorStr2(tj);
     // A warning means libjpeg recovered and decoded the whole image, as PIL (which ignores
@@ -88,7 +90,17 @@ void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img)
     if (tjGetErrorCode(tj) == TJERR_FATAL || message == "Premature end of JPEG file")
       throw PrepError("corrupt or truncated JPEG: " + message);
   }
-  if (cmyk) pil_cmyk_to_rgb(cmyk_pixels.data(), img.rgb.data(), cmyk_pixels.size() / 4);
+  if (cmyk) pil_cmyk_to_rgb(cmyk_pixels.data(), rgb, cmyk_pixels.size() / 4);
+  return {static_cast<uint32_t>(width), static_cast<uint32_t>(height)};
+}
+
+void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img) {
+  decode_jpeg_to(data, max_pixels, [&img](uint32_t width, uint32_t height) {
+    img.width = width;
+    img.height = height;
+    img.rgb.resize(size_t{width} * height * 3);
+    return img.rgb.data();
+  });
 }
 
 // ---- PNG (libpng) ----
@@ -252,6 +264,17 @@ void decode_into(std::span<const uint8_t> encoded, uint64_t max_pixels, Image& i
     return decode_other_format(format, encoded, max_pixels, img);
   }
   throw PrepError(not_an_image(encoded));
+}
+
+ImageSize decode_jpeg_into(std::span<const uint8_t> encoded, uint64_t max_pixels, std::span<uint8_t> out) {
+  return decode_jpeg_to(encoded, max_pixels, [out](uint32_t width, uint32_t height) {
+    if (uint64_t{width} * height * 3 != out.size()) {
+      throw PrepError("the image is " + std::to_string(width) + "×" + std::to_string(height) + " pixels, " +
+                      std::to_string(uint64_t{width} * height * 3) + " bytes, not the " + std::to_string(out.size()) +
+                      " its header gave when the dataset was added (did the file change?)");
+    }
+    return out.data();
+  });
 }
 
 Image decode_image(std::span<const uint8_t> encoded, uint64_t max_pixels) {

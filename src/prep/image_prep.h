@@ -151,10 +151,12 @@ PixelRect window_source(uint32_t width, uint32_t height, const PrepGeometry& g, 
 // Own-size mode: decode_image, then the resize when spec.resize is set, stored whole as HWC RGB.
 // Returns the stored image's size (crop×crop in crop mode, {0, 0} for raw).
 ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out);
-// Decode mode with a crop (every item prepared_size(spec) bytes): prepare() writing the crop
-// straight into `out`, which must hold exactly prepared_size(spec) bytes — e.g. an item's block
-// of the daemon's shared-memory arena, saving the copy from a buffer. The same bytes as prepare();
-// throws PrepError as it does, and for any other spec or size of `out`.
+// prepare() writing straight into `out` — e.g. an item's block of the daemon's shared-memory
+// arena, saving the copy from a buffer; the same bytes. With a crop, `out` must hold exactly
+// prepared_size(spec) bytes; at the image's own size, exactly its stored width · height · 3 (as
+// probed from its header): PrepError naming both sizes otherwise (the file changed since). A JPEG
+// stored at its own size is decoded into `out` directly. Throws PrepError as prepare() does, and
+// for raw specs.
 ImageSize prepare_into(const PrepSpec& spec, std::span<const uint8_t> encoded, std::span<uint8_t> out);
 
 // Encodes img (RGB) as a baseline JPEG with 4:2:0 chroma subsampling (PIL's default) and the

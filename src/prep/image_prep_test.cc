@@ -359,13 +359,49 @@ TEST(Prepare, IntoAFixedBlockWritesTheSameBytesAsIntoABuffer) {
   }
 }
 
-TEST(Prepare, IntoABlockRefusesAWrongSizeOrASpecWithoutOneItemSize) {
+// Images stored at their own size are prepared into a block of the size their header gave: the
+// bytes must be prepare()'s for a JPEG decoded straight into the block (RGB, grayscale, CMYK) and
+// for the forms decoded into a buffer first (PNG; any format with a resize).
+TEST(Prepare, AtItsOwnSizeIntoABlockWritesTheSameBytesAsIntoABuffer) {
+  PrepSpec own;
+  own.raw = false;
+  PrepSpec resized = own;
+  resized.resize = 40;
+  Bytes cmyk;
+  for (int i = 0; i < 24 * 20; ++i) cmyk.insert(cmyk.end(), {uint8_t(i), 0, 128, 200});
+  const std::vector<std::pair<PrepSpec, Bytes>> cases = {
+      {own, encode_jpeg(noise_image(97, 131), 75)},
+      {own, compress_jpeg(cmyk, 24, 20, TJPF_CMYK, TJSAMP_444)},
+      {own, write_png(noise_image(100, 80).rgb.data(), 100, 80, PNG_FORMAT_RGB)},
+      {resized, encode_jpeg(noise_image(97, 131), 75)},
+      {resized, write_png(noise_image(100, 80).rgb.data(), 100, 80, PNG_FORMAT_RGB)},
+  };
+  for (const auto& [spec, encoded] : cases) {
+    Bytes expected;
+    const ImageSize size = prepare(spec, encoded, expected);
+    Bytes block(expected.size(), 7);  // stale bytes of an evicted item
+    EXPECT_EQ(prepare_into(spec, encoded, block), size);
+    EXPECT_EQ(block, expected) << spec.describe();
+  }
+}
+
+TEST(Prepare, IntoABlockRefusesAWrongSizeNamingBothOrARawSpec) {
   const Bytes jpeg = encode_jpeg(noise_image(64, 48), 90);
   Bytes block(prepared_size(decode_spec(32, 32)) - 1);
   EXPECT_THROW(prepare_into(decode_spec(32, 32), jpeg, block), PrepError);
   PrepSpec own;
   own.raw = false;
-  EXPECT_THROW(prepare_into(own, jpeg, block), PrepError);
+  try {
+    prepare_into(own, jpeg, block);  // a file that changed since its header was probed
+    FAIL() << "a 64×48 image prepared into " << block.size() << " bytes";
+  } catch (const PrepError& e) {
+    EXPECT_NE(std::string(e.what()).find("64×48"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(block.size())), std::string::npos) << e.what();
+  }
+  PrepSpec resized = own;
+  resized.resize = 24;
+  EXPECT_THROW(prepare_into(resized, write_png(noise_image(64, 48).rgb.data(), 64, 48, PNG_FORMAT_RGB), block),
+               PrepError);
   EXPECT_THROW(prepare_into(PrepSpec{}, jpeg, block), PrepError);  // raw
 }
 

@@ -116,6 +116,7 @@ uint64_t probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& prog
   std::vector<uint8_t> head;
   const size_t n = ds.source->size();
   ds.item_sizes.assign(n, 0);
+  ds.item_shapes.assign(n, {});
   std::map<std::string, uint64_t> formats;
   std::vector<std::string> unreadable;
   for (uint32_t i = 0; i < n; ++i) {
@@ -156,6 +157,7 @@ uint64_t probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& prog
     }
     largest = std::max(largest, pixels * 3);
     ds.item_sizes[i] = ArenaAllocator::rounded(pixels * 3);
+    ds.item_shapes[i] = stored;
     if (ds.smallest.width == 0 || std::min(stored.width, stored.height) < std::min(ds.smallest.width, ds.smallest.height)) {
       ds.smallest = stored;
       ds.smallest_item = i;

@@ -54,6 +54,9 @@ struct Dataset {
   // Raw and own-size datasets: each item's arena bytes (rounded; an item whose size the probe could
   // not tell counts as the largest). Empty when every item takes item_bytes.
   std::vector<uint64_t> item_sizes;
+  // Own size: each item's stored size, from its header ({0, 0} where the probe could not tell), so
+  // that a loader can claim its arena blocks before preparing it.
+  std::vector<ImageSize> item_shapes;
   ImageSize smallest;  // own size: the stored image with the shortest side (for crop checks)
   uint32_t smallest_item = 0;
   std::unique_ptr<Sampler> sampler;

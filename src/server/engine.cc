@@ -202,7 +202,8 @@ void Engine::loader_loop() {
     }
     if (!task) return;  // stopping
     const CacheKey key = task->key;
-    // Claimed first (decoded crops): prepared straight into its block, one copy fewer.
+    // Claimed first (decoded forms whose size is known): prepared straight into its block, one
+    // copy fewer.
     const Placement* claimed = nullptr;
     if (task->claim_size > 0) {
       claimed = claim(key, task->claim_size, task->claim_shape, lk);
@@ -217,7 +218,7 @@ void Engine::loader_loop() {
     }
     lk.unlock();
     std::span<uint8_t> block;
-    if (claimed && claimed->extents.size() == 1) block = {arena_.data() + claimed->extents[0].offset, claimed->extents[0].length};
+    if (claimed && claimed->extents.size() == 1) block = {arena_.data() + claimed->extents[0].offset, claimed->length};
     const LoadedItem loaded = load_item(*task->dataset, task->item, block, raw, prepared);
     // Split between blocks: prepared, then copied (pinned, so no lock needed).
     if (claimed && block.empty() && loaded.error.empty()) copy_in(claimed->extents, prepared);

@@ -595,10 +595,10 @@ TEST(EngineMemory, OneHugeImageCostsAJobsReservationOnlyItself) {
   }
 }
 
-// Decoded crops are prepared straight into their arena blocks, also when an item lands in several
-// (an arena fragmented by another dataset's images of many sizes): the bytes a job reads, gathered
-// from the blocks, are prepare()'s.
-TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSplit) {
+// Decoded crops, and images stored at their own size (whose size their header gave), are prepared
+// straight into their arena blocks, also when an item lands in several (an arena fragmented by the
+// images of many sizes): the bytes a job reads, gathered from the blocks, are prepare()'s.
+TEST(EngineMemory, DecodedImagesPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSplit) {
   constexpr uint32_t kItems = 60;
   auto source = std::make_shared<VariedSource>(
       kItems, VariedSource::Sizes{{64, 64}, {100, 37}, {150, 90}, {33, 200}, {120, 120}, {77, 51}, {20, 31}, {140, 60}});
@@ -614,14 +614,19 @@ TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSpl
   v1::AddDatasetRequest crops = synthetic("crops", 1);
   crops.set_crop(150);  // 67500 bytes per item
   engine.add_dataset(crops, {});
-  PrepSpec spec;
-  spec.raw = false;
+  PrepSpec own;
+  own.raw = false;
+  PrepSpec spec = own;
   spec.crop = 150;
-  std::vector<std::vector<uint8_t>> expected(kItems);
-  for (uint32_t id = 0; id < kItems; ++id) prepare(spec, source->jpeg(id), expected[id]);
+  std::vector<std::vector<uint8_t>> expected(kItems), expected_own(kItems);
+  for (uint32_t id = 0; id < kItems; ++id) {
+    prepare(spec, source->jpeg(id), expected[id]);
+    prepare(own, source->jpeg(id), expected_own[id]);
+  }
 
-  std::atomic<uint64_t> split{0}, checked{0};
-  const auto check_bytes = [&](const v1::Batch& b) {
+  std::atomic<uint64_t> split{0}, checked{0}, split_own{0}, checked_own{0};
+  const auto check = [&](const v1::Batch& b, const std::vector<std::vector<uint8_t>>& expected,
+                         std::atomic<uint64_t>& split, std::atomic<uint64_t>& checked) {
     for (size_t i = 0, x = 0; i < static_cast<size_t>(b.ids().size()); ++i) {
       std::vector<uint8_t> bytes;
       const uint32_t parts = b.extent_counts().empty() ? 1 : b.extent_counts()[i];
@@ -636,11 +641,13 @@ TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSpl
       ++checked;
     }
   };
+  const auto check_bytes = [&](const v1::Batch& b) { check(b, expected, split, checked); };
+  const auto check_own = [&](const v1::Batch& b) { check(b, expected_own, split_own, checked_own); };
   std::vector<std::thread> threads;
   for (uint64_t seed = 0; seed < 2; ++seed) {
     threads.emplace_back([&, seed] {
       v1::Registered reply;
-      run_job(engine, open_job(engine, job_request("varied", 1, 20, 1), &reply), 0, 0, seed);
+      run_job(engine, open_job(engine, job_request("varied", 1, 20, 1), &reply), 0, 0, seed, check_own);
     });
   }
   threads.emplace_back([&] {
@@ -651,6 +658,8 @@ TEST(EngineMemory, CropsPreparedStraightIntoTheArenaHoldPreparesBytesAlsoWhenSpl
   for (auto& t : threads) t.join();
   EXPECT_EQ(checked, 10u * kItems);
   EXPECT_GT(split, 0u) << "no crop was ever split: the test shows nothing";
+  EXPECT_EQ(checked_own, 2u * 20 * kItems);
+  EXPECT_GT(split_own, 0u) << "no image at its own size was ever split";
   EXPECT_EQ(engine.status().pinned_bytes(), 0u);
 }
 

@@ -11,7 +11,11 @@ LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, s
   const auto start = std::chrono::steady_clock::now();
   try {
     ds.source->read(item, raw);
-    out.shape = block.empty() ? prepare(ds.prep, raw, prepared) : prepare_into(ds.prep, raw, block);
+    if (ds.prep.raw) {
+      prepared.swap(raw);  // stored as read: no copy (raw gets the old buffer, as scratch)
+    } else {
+      out.shape = block.empty() ? prepare(ds.prep, raw, prepared) : prepare_into(ds.prep, raw, block);
+    }
   } catch (const SourceError& e) {
     out.error = e.names_item() ? e.what() : ds.item_error(item, e.what());
   } catch (const std::exception& e) {  // PrepError: a file that does not decode

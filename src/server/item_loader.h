@@ -1,7 +1,8 @@
 // Loading one item: what a loader thread does without the Engine's lock — read the item from its
 // dataset's source and prepare it (decode, resize, crop), straight into the arena block claimed
-// for it when there is one, else into a buffer (forms whose size is known only once prepared, or
-// an item split between several blocks). And the histogram of the time each load takes.
+// for it when there is one, else into a buffer (raw items, which are moved there as read; images
+// whose size was not known beforehand; an item split between several blocks). And the histogram
+// of the time each load takes.
 #pragma once
 
 #include <cstdint>

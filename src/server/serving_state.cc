@@ -459,14 +459,20 @@ std::optional<ServingState::LoadTask> ServingState::take_task() {
   tasks_.pop_front();
   const Load& load = loads_.at(key);
   LoadTask task{key, load.dataset, load.item, 0, {}};
-  // Decoded crops all have one size: while jobs wait for the item, its arena blocks are claimed
-  // first and it is prepared straight into them, one copy of each item fewer (docs/BENCHMARKS.md).
-  // Other forms learn their size only once prepared, and an item no job waits for any more is
-  // kept only if it fits without evicting: both are placed after preparing.
-  const PrepSpec& prep = load.dataset->prep;
-  if (!prep.raw && !own_size(prep) && !load.waiters.empty()) {
-    task.claim_size = prepared_size(prep);
-    task.claim_shape = {prep.crop, prep.crop};
+  // Decoded crops all have one size, and an image stored at its own size has the one its header
+  // gave at `dataset add`: while jobs wait for the item, its arena blocks are claimed first and it
+  // is prepared straight into them, one copy of each item fewer (docs/BENCHMARKS.md). Raw items,
+  // own-size images whose header could not be read, and items no job waits for any more (kept
+  // only if they fit without evicting) are placed after preparing.
+  const Dataset& ds = *load.dataset;
+  if (!ds.prep.raw && !load.waiters.empty()) {
+    const ImageSize shape = own_size(ds.prep)
+                                ? (load.item < ds.item_shapes.size() ? ds.item_shapes[load.item] : ImageSize{})
+                                : ImageSize{ds.prep.crop, ds.prep.crop};
+    if (shape.width != 0 && shape.height != 0) {
+      task.claim_size = uint64_t{shape.width} * shape.height * 3;
+      task.claim_shape = shape;
+    }
   }
   return task;
 }

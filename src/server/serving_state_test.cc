@@ -252,6 +252,21 @@ TEST(ServingState, ALoadWhoseJobsLeftIsKeptOnlyIfItFitsWithoutEvicting) {
   EXPECT_EQ(state.status(0).cached_items(), 2u);
 }
 
+// So that the loader prepares it straight into its blocks (engine_test.cc checks the bytes).
+TEST(ServingState, AnImageStoredAtItsOwnSizeIsClaimedBeforePreparingAtTheSizeItsHeaderGave) {
+  ServingState state(options());
+  v1::AddDatasetRequest own = synthetic("own", 16);
+  own.set_crop(0);
+  add(state, own);
+  v1::Registered reply;
+  state.open_job(job("own", 4, 1), &reply, {}, 0.0);
+  state.dispatch(0.0);
+  auto task = state.take_task();
+  ASSERT_TRUE(task);
+  EXPECT_EQ(task->claim_size, 12u * 10 * 3);
+  EXPECT_EQ(task->claim_shape, (ImageSize{12, 10}));
+}
+
 TEST(ServingState, ShuttingDownFailsEveryJobAndHandsOutNoMoreTasks) {
   ServingState state(options());
   add(state, synthetic("d", 64));
