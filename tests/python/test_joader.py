@@ -312,7 +312,9 @@ def test_jobs_resume_exactly_after_the_daemon_is_killed_and_restarted(workdir):
     try:
         client = joader.Client(daemon.socket)
         client.add_dataset("synth", source="synthetic:60:16x16", crop=8)
-        loader = joader.Loader("synth", batch_size=7, epochs=2, client=client)
+        # reconnect=False: the error at once, not after the default 60 s wait for the daemon to come
+        # back (test_first_hour.py covers the reconnection itself).
+        loader = joader.Loader("synth", batch_size=7, epochs=2, client=client, reconnect=False)
         seen = []
         for batch in loader:
             seen.extend(batch.indices.tolist())
