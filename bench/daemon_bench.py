@@ -11,9 +11,13 @@
 
     make build && /usr/bin/python3 bench/daemon_bench.py [--runs 3] [--items 2000] [--threads 4]
 
-With --compare OTHER_BUILD (a build folder of another version), measures instead 1. and 2. (one
-daemon only) for both builds alternately, --runs rounds, and prints each round's pair and the
-median ratios: an A/B of two versions of the daemon in the same window.
+With --compare OTHER_BUILD (a build folder of another version), measures instead 1., 2. (one
+daemon only) and 3. for both builds alternately, --runs rounds, and prints each round's pair and
+the median ratios: an A/B of two versions of the daemon in the same window.
+
+3. own size (--compare only): one job's first epoch of 500x375 JPEG files (an ImageFolder that
+   make_images writes once, under the temporary folder) stored decoded at their own size (the
+   training pipeline's daemon side), bound by the daemon's loads: images/s.
 """
 import argparse
 import json
@@ -96,31 +100,50 @@ def private(tmp, items, threads):
             d.stop()
 
 
+def own_size(tmp, root, threads):
+    """One job, first epoch, the JPEGs under root decoded at their own size: the daemon's loads bound it."""
+    d = Daemon(tmp, "--cache-size", "512MiB", "--threads", str(threads))
+    try:
+        d.cli("dataset", "add", "own", "--source", f"imagefolder:{root}")
+        start = time.monotonic()
+        result = d.jobs(1, "--dataset", "own", "--batch", "32", "--epochs", "1", "--prefetch", "8")[0]
+        return result["items"] / (time.monotonic() - start)
+    finally:
+        d.stop()
+
+
 def compare(other, runs, items, threads):
-    """This build (BUILD) against OTHER, alternately: delivery items/s and 4 shared jobs' img/s."""
+    """This build (BUILD) against OTHER, alternately: delivery items/s, 4 shared jobs' img/s and one
+    job's img/s at the images' own size."""
     global BUILD
     this = BUILD
     rows = []
+    files = tempfile.TemporaryDirectory(prefix="joader-bench-files-")
+    root = os.path.join(files.name, "jpegs")
+    subprocess.run([f"{this}/make_images", root, "--classes", "10", "--per-class", str(items // 10), "--size",
+                    "500x375"], check=True, stdout=subprocess.DEVNULL)
     for run in range(runs):
         pair = {}
         for name, build in (("other", other), ("this", this)):
             BUILD = build
             with tempfile.TemporaryDirectory(prefix="joader-bench-") as tmp:
                 os.chmod(tmp, 0o700)
-                pair[name] = (delivery(tmp, 1)[0]["items_per_s"], sharing(tmp, items, threads)["images_per_s"])
+                pair[name] = (delivery(tmp, 1)[0]["items_per_s"], sharing(tmp, items, threads)["images_per_s"],
+                              own_size(tmp, root, threads))
         BUILD = this
         rows.append(pair)
-        print(f"  round {run + 1}: {other}: {pair['other'][0]:.0f} items/s, {pair['other'][1]:.0f} img/s | "
-              f"{this}: {pair['this'][0]:.0f} items/s, {pair['this'][1]:.0f} img/s", file=sys.stderr)
+        print(f"  round {run + 1}: {other}: " + ", ".join(f"{v:.0f}" for v in pair["other"]) + f" | {this}: " +
+              ", ".join(f"{v:.0f}" for v in pair["this"]), file=sys.stderr)
     med = statistics.median
-    print(f"| round | delivery items/s, {other} | {this} | ratio | 4 shared jobs img/s, {other} | {this} | ratio |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    columns = ("delivery items/s", "4 shared jobs img/s", "1 job at own size img/s")
+    print("| round | " + " | ".join(f"{c}, {other} | {this} | ratio" for c in columns) + " |")
+    print("|---:|" + "---:|---:|---:|" * len(columns))
+    cells = lambda a, b, r: " | ".join(f"{x:.0f} | {y:.0f} | {q:.2f}" for x, y, q in zip(a, b, r))
     for i, p in enumerate(rows, 1):
-        print(f"| {i} | {p['other'][0]:.0f} | {p['this'][0]:.0f} | {p['this'][0] / p['other'][0]:.2f} | "
-              f"{p['other'][1]:.0f} | {p['this'][1]:.0f} | {p['this'][1] / p['other'][1]:.2f} |")
-    print(f"| median | {med(p['other'][0] for p in rows):.0f} | {med(p['this'][0] for p in rows):.0f} | "
-          f"{med(p['this'][0] / p['other'][0] for p in rows):.2f} | {med(p['other'][1] for p in rows):.0f} | "
-          f"{med(p['this'][1] for p in rows):.0f} | {med(p['this'][1] / p['other'][1] for p in rows):.2f} |")
+        print(f"| {i} | " + cells(p["other"], p["this"], [t / o for o, t in zip(p["other"], p["this"])]) + " |")
+    k = range(len(columns))
+    print("| median | " + cells([med(p["other"][c] for p in rows) for c in k], [med(p["this"][c] for p in rows) for c in k],
+                                [med(p["this"][c] / p["other"][c] for p in rows) for c in k]) + " |")
 
 
 def main():
