@@ -266,13 +266,18 @@ void decode_into(std::span<const uint8_t> encoded, uint64_t max_pixels, Image& i
   throw PrepError(not_an_image(encoded));
 }
 
+void check_block_fits(ImageSize image, size_t block_bytes) {
+  const uint64_t bytes = uint64_t{image.width} * image.height * 3;
+  if (bytes != block_bytes) {
+    throw PrepError("the image is " + std::to_string(image.width) + "×" + std::to_string(image.height) + " pixels, " +
+                    std::to_string(bytes) + " bytes, not the " + std::to_string(block_bytes) +
+                    " its header gave when the dataset was added (did the file change?)");
+  }
+}
+
 ImageSize decode_jpeg_into(std::span<const uint8_t> encoded, uint64_t max_pixels, std::span<uint8_t> out) {
   return decode_jpeg_to(encoded, max_pixels, [out](uint32_t width, uint32_t height) {
-    if (uint64_t{width} * height * 3 != out.size()) {
-      throw PrepError("the image is " + std::to_string(width) + "×" + std::to_string(height) + " pixels, " +
-                      std::to_string(uint64_t{width} * height * 3) + " bytes, not the " + std::to_string(out.size()) +
-                      " its header gave when the dataset was added (did the file change?)");
-    }
+    check_block_fits({width, height}, out.size());
     return out.data();
   });
 }

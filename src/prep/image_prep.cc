@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "prep/codecs.h"
 #include "prep/jpeg_region.h"
@@ -128,57 +129,53 @@ ImageSize prepare_crop(const PrepSpec& spec, std::span<const uint8_t> encoded, O
 
 }  // namespace
 
-ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out) {
-  if (spec.raw) {
-    out.assign(encoded.begin(), encoded.end());
-    return {};
+namespace {
+
+// Own-size mode, into `out`: a vector (sized here) or a span that must hold exactly the stored
+// image (an arena block sized from the image's header), where a JPEG at its own size is decoded
+// directly.
+template <class Out>
+ImageSize prepare_own_size(const PrepSpec& spec, std::span<const uint8_t> encoded, Out& out) {
+  constexpr bool into_block = std::is_same_v<Out, std::span<uint8_t>>;
+  if constexpr (into_block) {
+    if (spec.resize == 0 && is_jpeg(encoded)) return decode_jpeg_into(encoded, spec.max_pixels, out);
   }
-  if (!own_size(spec)) return prepare_crop(spec, encoded, out);
   Image& img = scratch_image();
   decode_into(encoded, spec.max_pixels, img);
   if (img.width == 0 || img.height == 0) throw PrepError("image has no pixels");
   const ImageSize stored = stored_size(spec, img.width, img.height);
+  if (uint64_t{stored.width} * stored.height > spec.max_pixels) throw_too_large(stored.width, stored.height, spec.max_pixels);
+  if constexpr (into_block) check_block_fits(stored, out.size());
   if (stored.width == img.width && stored.height == img.height) {
-    out.swap(img.rgb);  // the caller's old buffer becomes the next call's
+    if constexpr (into_block) {
+      std::memcpy(out.data(), img.rgb.data(), out.size());
+    } else {
+      out.swap(img.rgb);  // the caller's old buffer becomes the next call's
+    }
   } else {
-    if (uint64_t{stored.width} * stored.height > spec.max_pixels) throw_too_large(stored.width, stored.height, spec.max_pixels);
     PrepGeometry g;
     g.resized_width = stored.width;
     g.resized_height = stored.height;
-    resize_window(img, g, stored.width, stored.height, out);
+    resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, stored.width,
+                  stored.height, out);
   }
   release_if_large(img.rgb);
   return stored;
 }
 
+}  // namespace
+
+ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out) {
+  if (spec.raw) {
+    out.assign(encoded.begin(), encoded.end());
+    return {};
+  }
+  return own_size(spec) ? prepare_own_size(spec, encoded, out) : prepare_crop(spec, encoded, out);
+}
+
 ImageSize prepare_into(const PrepSpec& spec, std::span<const uint8_t> encoded, std::span<uint8_t> out) {
   if (spec.raw) throw PrepError("prepare_into: raw items are stored as read, not prepared");
-  if (own_size(spec)) {
-    // A JPEG at its own size is decoded straight into `out`; anything else is decoded (and
-    // resized) as prepare() does, then written into `out`.
-    if (spec.resize == 0 && is_jpeg(encoded)) return decode_jpeg_into(encoded, spec.max_pixels, out);
-    Image& img = scratch_image();
-    decode_into(encoded, spec.max_pixels, img);
-    if (img.width == 0 || img.height == 0) throw PrepError("image has no pixels");
-    const ImageSize stored = stored_size(spec, img.width, img.height);
-    if (uint64_t{stored.width} * stored.height > spec.max_pixels) throw_too_large(stored.width, stored.height, spec.max_pixels);
-    if (uint64_t{stored.width} * stored.height * 3 != out.size()) {
-      throw PrepError("the image is stored at " + std::to_string(stored.width) + "×" + std::to_string(stored.height) +
-                      " pixels, not in the " + std::to_string(out.size()) +
-                      " bytes its header gave when the dataset was added (did the file change?)");
-    }
-    if (stored.width == img.width && stored.height == img.height) {
-      std::memcpy(out.data(), img.rgb.data(), out.size());
-    } else {
-      PrepGeometry g;
-      g.resized_width = stored.width;
-      g.resized_height = stored.height;
-      resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, stored.width,
-                    stored.height, out);
-    }
-    release_if_large(img.rgb);
-    return stored;
-  }
+  if (own_size(spec)) return prepare_own_size(spec, encoded, out);
   if (out.size() != prepared_size(spec)) {
     throw PrepError("prepare_into: the output holds " + std::to_string(out.size()) + " bytes, an item " +
                     std::to_string(prepared_size(spec)));

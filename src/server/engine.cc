@@ -207,10 +207,7 @@ void Engine::loader_loop() {
     const Placement* claimed = nullptr;
     if (task->claim_size > 0) {
       claimed = claim(key, task->claim_size, task->claim_shape, lk);
-      if (state_.stopping()) {
-        if (claimed) state_.discard(key);
-        return;
-      }
+      if (state_.stopping()) return;  // nothing was placed
       if (!claimed) {
         state_.no_room(key, task->claim_size);
         continue;
@@ -237,10 +234,7 @@ void Engine::loader_loop() {
     if (state_.prepared(key, loaded, prepared.size(), &placed) == ServingState::Next::kDone) continue;
     if (!placed) {
       placed = claim(key, prepared.size(), loaded.shape, lk);
-      if (state_.stopping()) {
-        if (placed) state_.discard(key);
-        return;
-      }
+      if (state_.stopping()) return;  // nothing was placed
       if (!placed) {
         state_.no_room(key, prepared.size());
         continue;

@@ -166,7 +166,8 @@ class Engine {
   void loader_loop();
   // Arena blocks for an item of `size` bytes, which then is resident and pinned, or, while the
   // state has no room for it, waiting for pins to be released (counted in space_waits) for at most
-  // 30 s. nullptr once shutting down or after 30 s. lk holds mu_ (released while waiting).
+  // 30 s. nullptr once shutting down (nothing placed: stopping is checked under the lock that
+  // places) or after 30 s. lk holds mu_ (released while waiting).
   const Placement* claim(CacheKey key, uint64_t size, ImageSize shape, Lock& lk) JOADER_REQUIRES(mu_);
   // Copies an item's bytes into its blocks, in order. Without mu_ (the item is pinned).
   void copy_in(const std::vector<Extent>& extents, const std::vector<uint8_t>& bytes);

@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/requests.h"
+
 namespace joader {
 namespace {
 
@@ -76,24 +78,8 @@ EngineOptions small_engine() {
   return o;
 }
 
-v1::AddDatasetRequest synthetic(const std::string& name, int items) {
-  v1::AddDatasetRequest r;
-  r.set_protocol_version(kProtocolVersion);
-  r.set_name(name);
-  r.set_source("synthetic:" + std::to_string(items) + ":12x10");
-  r.set_crop(8);
-  return r;
-}
-
-v1::Register job_request(const std::string& dataset, uint32_t batch, uint32_t epochs, uint32_t prefetch) {
-  v1::Register r;
-  r.set_protocol_version(kProtocolVersion);
-  r.set_dataset(dataset);
-  r.set_batch_size(batch);
-  r.set_epochs(epochs);
-  r.set_prefetch(prefetch);
-  return r;
-}
+using test_support::job_request;
+using test_support::synthetic;
 
 // Reads every batch of a job on this thread while a second thread acknowledges them, as the
 // service's Job handler and its ack thread do. Returns the ids received, by epoch. With

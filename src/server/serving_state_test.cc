@@ -4,6 +4,7 @@
 // about the state's bookkeeping, not the bytes (engine_test.cc runs the real loads, on threads).
 #include "server/serving_state.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "common/protocol.h"
+#include "testing/requests.h"
 #include "ipc/arena_allocator.h"
 
 namespace joader {
@@ -27,15 +29,8 @@ ServingOptions options(const std::string& policy = "refcnt") {
   return o;
 }
 
-v1::AddDatasetRequest synthetic(const std::string& name, int items, const std::string& on_error = "fail") {
-  v1::AddDatasetRequest r;
-  r.set_protocol_version(kProtocolVersion);
-  r.set_name(name);
-  r.set_source("synthetic:" + std::to_string(items) + ":12x10");
-  r.set_crop(8);
-  r.set_on_error(on_error);
-  return r;
-}
+using test_support::job_request;
+using test_support::synthetic;
 
 // What Engine::add_dataset does around its lock, on this thread.
 v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request) {
@@ -46,16 +41,6 @@ v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request) {
                "", {});
   size_items(*ds, {});
   return state.add_dataset(request, std::move(ds));
-}
-
-v1::Register job(const std::string& dataset, uint32_t batch, uint32_t epochs, uint32_t prefetch = 2) {
-  v1::Register r;
-  r.set_protocol_version(kProtocolVersion);
-  r.set_dataset(dataset);
-  r.set_batch_size(batch);
-  r.set_epochs(epochs);
-  r.set_prefetch(prefetch);
-  return r;
 }
 
 // Runs every queued load as a loader thread would, the item's bytes aside; `error`, when given,
@@ -79,13 +64,22 @@ size_t run_loads(ServingState& state, const std::string& error = "") {
   return n;
 }
 
+// Dataset "d" of 64 items and one job of batch 4 on it, its first round formed at time 0.
+ServingState::JobId open_one_job(ServingState& state, std::function<void()> on_change = {}) {
+  add(state, synthetic("d", 64));
+  v1::Registered reply;
+  const auto id = state.open_job(job_request("d", 4, 1, 2), &reply, std::move(on_change), 0.0);
+  state.dispatch(0.0);
+  return id;
+}
+
 TEST(ServingState, ARoundQueuesTheWindowsLoadsForTheLoadersAndTheBatchIsReadyOnceTheyAreStored) {
   ServingState state(options());
   add(state, synthetic("d", 64));
   state.take_wakeups();
   v1::Registered reply;
   int changes = 0;
-  const auto id = state.open_job(job("d", 4, 1), &reply, [&] { ++changes; }, 0.0);
+  const auto id = state.open_job(job_request("d", 4, 1, 2), &reply, [&] { ++changes; }, 0.0);
   EXPECT_EQ(reply.items_per_epoch(), 64u);
   EXPECT_EQ(reply.width(), 8u);
   EXPECT_TRUE(state.take_wakeups().dispatcher) << "a job joined: a round may be due";
@@ -121,8 +115,8 @@ TEST(ServingState, TwoIdenticalJobsDrivenWithoutThreadsShareEveryLoadAndGetExact
   ServingState state(options());
   add(state, synthetic("d", 48));
   v1::Registered reply;
-  const std::vector<ServingState::JobId> ids = {state.open_job(job("d", 4, 2), &reply, {}, 0.0),
-                                                 state.open_job(job("d", 4, 2), &reply, {}, 0.0)};
+  const std::vector<ServingState::JobId> ids = {state.open_job(job_request("d", 4, 2, 2), &reply, {}, 0.0),
+                                                 state.open_job(job_request("d", 4, 2, 2), &reply, {}, 0.0)};
   std::map<ServingState::JobId, std::map<uint32_t, std::multiset<uint32_t>>> got;
   std::set<ServingState::JobId> done;
   double t = 0;
@@ -159,8 +153,8 @@ TEST(ServingState, AFailedLoadFailsEveryJobWaitingForItWithTheLoadsError) {
   ServingState state(options());
   add(state, synthetic("d", 16));
   v1::Registered reply;
-  const auto a = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
-  const auto b = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
+  const auto a = state.open_job(job_request("d", 4, 1, 2), &reply, {}, 0.0);
+  const auto b = state.open_job(job_request("d", 4, 1, 2), &reply, {}, 0.0);
   state.dispatch(0.0);
   run_loads(state, "item 3 (x.jpg): not a JPEG");
   for (auto id : {a, b}) {
@@ -177,9 +171,11 @@ TEST(ServingState, AFailedLoadFailsEveryJobWaitingForItWithTheLoadsError) {
 
 TEST(ServingState, UnderOnErrorSkipAFailedLoadIsLeftOutAndReportedInTheBatch) {
   ServingState state(options());
-  add(state, synthetic("d", 8, "skip"));
+  v1::AddDatasetRequest skipping = synthetic("d", 8);
+  skipping.set_on_error("skip");
+  add(state, skipping);
   v1::Registered reply;
-  const auto id = state.open_job(job("d", 8, 1, 1), &reply, {}, 0.0);
+  const auto id = state.open_job(job_request("d", 8, 1, 1), &reply, {}, 0.0);
   state.dispatch(0.0);
   // The first load fails, the others succeed.
   auto first = state.take_task();
@@ -207,10 +203,7 @@ TEST(ServingState, UnderOnErrorSkipAFailedLoadIsLeftOutAndReportedInTheBatch) {
 
 TEST(ServingState, ClosingAJobReleasesItsPinsAndTellsWaitingClaimsThatRoomWasFreed) {
   ServingState state(options());
-  add(state, synthetic("d", 64));
-  v1::Registered reply;
-  const auto id = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
-  state.dispatch(0.0);
+  const auto id = open_one_job(state);
   run_loads(state);
   v1::Batch batch;
   ASSERT_EQ(state.poll_batch(id, &batch), ServingState::Poll::kBatch);
@@ -229,10 +222,7 @@ TEST(ServingState, ClosingAJobReleasesItsPinsAndTellsWaitingClaimsThatRoomWasFre
 
 TEST(ServingState, ALoadWhoseJobsLeftIsKeptOnlyIfItFitsWithoutEvicting) {
   ServingState state(options());
-  add(state, synthetic("d", 64));
-  v1::Registered reply;
-  const auto id = state.open_job(job("d", 4, 1), &reply, {}, 0.0);
-  state.dispatch(0.0);
+  const auto id = open_one_job(state);
   auto task = state.take_task();
   ASSERT_TRUE(task);
   state.close_job(id);
@@ -259,7 +249,7 @@ TEST(ServingState, AnImageStoredAtItsOwnSizeIsClaimedBeforePreparingAtTheSizeIts
   own.set_crop(0);
   add(state, own);
   v1::Registered reply;
-  state.open_job(job("own", 4, 1), &reply, {}, 0.0);
+  state.open_job(job_request("own", 4, 1, 2), &reply, {}, 0.0);
   state.dispatch(0.0);
   auto task = state.take_task();
   ASSERT_TRUE(task);
@@ -269,17 +259,15 @@ TEST(ServingState, AnImageStoredAtItsOwnSizeIsClaimedBeforePreparingAtTheSizeIts
 
 TEST(ServingState, ShuttingDownFailsEveryJobAndHandsOutNoMoreTasks) {
   ServingState state(options());
-  add(state, synthetic("d", 64));
-  v1::Registered reply;
   int changes = 0;
-  const auto id = state.open_job(job("d", 4, 1), &reply, [&] { ++changes; }, 0.0);
-  state.dispatch(0.0);
+  const auto id = open_one_job(state, [&] { ++changes; });
   state.shut_down();
   EXPECT_FALSE(state.take_task());
   EXPECT_GT(changes, 0);
   v1::Batch batch;
   EXPECT_THROW(state.poll_batch(id, &batch), EngineError);
-  EXPECT_THROW(state.open_job(job("d", 4, 1), &reply, {}, 0.0), EngineError);
+  v1::Registered reply;
+  EXPECT_THROW(state.open_job(job_request("d", 4, 1, 2), &reply, {}, 0.0), EngineError);
 }
 
 TEST(ServingState, TheSavedListsVersionGrowsWithEveryAddAndRemoveSoThatAnOlderListIsNeverWrittenLast) {
