@@ -87,6 +87,36 @@ void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// What a training job's binding does per item: RandomResizedCrop(224) + flip of a decoded image,
+// into its slot of a 64-item NCHW uint8 batch (9.6 MB) — the augmented image stored and then
+// gathered into planes (before), or its rows written into the planes as the resample makes them.
+void BM_AugmentIntoBatch(benchmark::State& state, bool by_rows) {
+  std::vector<Image> decoded;
+  for (size_t i = 0; i < std::min<size_t>(files().size(), 50); ++i) decoded.push_back(decode_image(files()[i], 1ull << 30));
+  AugmentOp crop, flip;
+  crop.kind = AugmentOp::kRandomResizedCrop;
+  crop.size = 224;
+  flip.kind = AugmentOp::kRandomHorizontalFlip;
+  const std::vector<AugmentOp> ops = {crop, flip};
+  const size_t pixels = 224 * 224, n = 64;
+  std::vector<uint8_t> batch(n * pixels * 3);
+  uint32_t i = 0;
+  for (auto _ : state) {
+    const Image& img = decoded[i % decoded.size()];
+    uint8_t* slot = &batch[(i % n) * pixels * 3];
+    if (by_rows) {
+      ByteRows rows(slot, 224, true);
+      augment(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, ops, 1, i / 50, i % 50, rows);
+    } else {
+      const Image out = augment(img, ops, 1, i / 50, i % 50);
+      hwc_to_chw(out.rgb.data(), pixels, slot);
+    }
+    benchmark::DoNotOptimize(batch.data());
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // 64 items of 224×224×3, as in a batch (9.6 MB: more than the core's caches, as in the binding).
 void BM_Gather224(benchmark::State& state, bool chw) {
   const size_t pixels = 224 * 224, n = 64;
@@ -111,6 +141,8 @@ BENCHMARK_CAPTURE(BM_Resize256_Crop224, by_rows, HorizontalPass::kByRows)->Unit(
 BENCHMARK_CAPTURE(BM_Resize256_Crop224, by_columns, HorizontalPass::kByColumns)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Augment_RandomResizedCrop224_Flip)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AugmentIntoBatch, image_then_planes, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AugmentIntoBatch, rows_into_planes, true)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prepare_Resize256_Crop224)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prepare_Resize256_Crop224_WholeDecode)->Unit(benchmark::kMillisecond);
 

@@ -39,5 +39,24 @@ TEST(ToFloat, ScalesThenNormalisesEachChannelInFloat32IntoPlanesOrInterleaved) {
   }
 }
 
+TEST(Layout, RowsWrittenWithAPlaneStrideMakeTheSameImageAsOnePass) {
+  // A 5×4 image written row by row into planes 20 apart equals the whole image in one pass.
+  std::mt19937 rng(2);
+  const size_t w = 5, h = 4, pixels = w * h;
+  std::vector<uint8_t> hwc(pixels * 3);
+  for (uint8_t& b : hwc) b = static_cast<uint8_t>(rng());
+  const float mean[3] = {0.485f, 0.456f, 0.406f}, stdev[3] = {0.229f, 0.224f, 0.225f};
+  std::vector<uint8_t> bytes(pixels * 3), bytes_by_rows(pixels * 3);
+  std::vector<float> floats(pixels * 3), floats_by_rows(pixels * 3);
+  hwc_to_chw(hwc.data(), pixels, bytes.data());
+  to_float(hwc.data(), pixels, true, mean, stdev, floats.data());
+  for (size_t y = 0; y < h; ++y) {
+    hwc_to_chw(&hwc[y * w * 3], w, &bytes_by_rows[y * w], pixels);
+    to_float(&hwc[y * w * 3], w, true, mean, stdev, &floats_by_rows[y * w], pixels);
+  }
+  EXPECT_EQ(bytes_by_rows, bytes);
+  EXPECT_EQ(floats_by_rows, floats);
+}
+
 }  // namespace
 }  // namespace joader

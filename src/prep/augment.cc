@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 
 #include "prep/color.h"
 
@@ -420,24 +421,51 @@ CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp
   return box;
 }
 
-Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip, Interpolation interpolation) {
+namespace {
+
+// The box of img as an image of its own, which is what PIL's crop gives resize to read whole.
+ImageView box_of(const ImageView& img, const CropBox& box) {
   if (box.top < 0 || box.left < 0 || box.width <= 0 || box.height <= 0 || box.top + box.height > img.height ||
       box.left + box.width > img.width) {
     throw PrepError("crop box outside the image");
   }
-  // PIL crops the box into an image of its own, which resize then reads whole: the same as reading
-  // the box in place as an image of box.width × box.height.
-  const ImageView cropped{img.rgb + size_t(box.top) * img.stride + size_t(box.left) * 3, uint32_t(box.width),
-                          uint32_t(box.height), img.stride};
+  return ImageView{img.rgb + size_t(box.top) * img.stride + size_t(box.left) * 3, uint32_t(box.width),
+                   uint32_t(box.height), img.stride};
+}
+
+PrepGeometry resized_to(uint32_t size, Interpolation interpolation) {
+  PrepGeometry g;
+  g.resized_width = g.resized_height = size;
+  g.filter = filter_of(interpolation);
+  return g;
+}
+
+// Hands each row on mirrored (F.hflip), through one row of scratch.
+class MirroredRows final : public RowSink {
+ public:
+  MirroredRows(RowSink& to, uint32_t width) : to_(to), width_(width), row_(size_t{width} * 3) {}
+  void row(int64_t y, const uint8_t* rgb) override {
+    uint8_t* out = row_.data();
+    for (const uint8_t* in = rgb + (size_t{width_} - 1) * 3; in >= rgb; in -= 3, out += 3) std::memcpy(out, in, 3);
+    to_.row(y, row_.data());
+  }
+
+ private:
+  RowSink& to_;
+  uint32_t width_;
+  std::vector<uint8_t> row_;
+};
+
+}  // namespace
+
+Image resized_crop(const ImageView& img, const CropBox& box, uint32_t size, bool flip, Interpolation interpolation) {
+  const ImageView cropped = box_of(img, box);
   Image out;
   if (interpolation == Interpolation::kNearest) {
     out = resize_nearest(copy_of(cropped), size, size);
   } else {
-    PrepGeometry g;
-    g.resized_width = g.resized_height = size;
-    g.filter = filter_of(interpolation);
     out.width = out.height = size;
-    resize_window(cropped, g, size, size, out.rgb);
+    resize_window(cropped, resized_to(size, interpolation), size, size, out.rgb);
   }
   if (flip) flip_rows(out);
   return out;
@@ -521,7 +549,10 @@ std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t wid
   return draws;
 }
 
-Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws) {
+namespace {
+
+// The ops applied in order (apply_augment's loop) to a part of a pipeline.
+Image apply_ops(const ImageView& img, std::span<const AugmentOp> ops, std::span<const OpDraw> draws) {
   Image cur;         // the output of the ops so far
   ImageView in = img;  // what the next op reads: the input until an op has produced an image
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -566,12 +597,60 @@ Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, con
   return cur;
 }
 
+}  // namespace
+
+Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws) {
+  return apply_ops(img, ops, draws);
+}
+
+void apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws,
+                   RowSink& sink) {
+  // A pipeline whose pixels are last made by a (bilinear or bicubic) RandomResizedCrop, perhaps
+  // flipped after: its resample hands each row over while it is in the cache, mirrored on the way
+  // when the flips say so. Any other pipeline is computed whole, then handed over row by row.
+  size_t tail = ops.size();
+  bool flip = false;
+  while (tail > 0 && ops[tail - 1].kind == AugmentOp::kRandomHorizontalFlip) {
+    --tail;
+    flip = flip != draws[tail].flip;
+  }
+  const std::span<const AugmentOp> all(ops);
+  if (tail == 0 || ops[tail - 1].kind != AugmentOp::kRandomResizedCrop ||
+      ops[tail - 1].interpolation == Interpolation::kNearest) {
+    const Image out = apply_ops(img, all, draws);
+    for (uint32_t y = 0; y < out.height; ++y) sink.row(y, &out.rgb[size_t{y} * out.width * 3]);
+    return;
+  }
+  const size_t crop = tail - 1;
+  Image head;  // the ops before the crop, if any
+  ImageView in = img;
+  if (crop > 0) {
+    head = apply_ops(img, all.first(crop), std::span<const OpDraw>(draws).first(crop));
+    in = view_of(head);
+  }
+  if (in.width == 0 || in.height == 0) throw PrepError("image has no pixels");
+  const AugmentOp& op = ops[crop];
+  const ImageView cropped = box_of(in, draws[crop].box);
+  const PrepGeometry g = resized_to(op.size, op.interpolation);
+  if (flip) {
+    MirroredRows mirrored(sink, op.size);
+    resize_window(cropped, g, op.size, op.size, mirrored);
+  } else {
+    resize_window(cropped, g, op.size, op.size, sink);
+  }
+}
+
 Image augment(const ImageView& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item) {
   return apply_augment(img, ops, draw_augment(ops, img.width, img.height, seed, epoch, item));
 }
 
 Image augment(const Image& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item) {
   return augment(view_of(img), ops, seed, epoch, item);
+}
+
+void augment(const ImageView& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item,
+             RowSink& sink) {
+  apply_augment(img, ops, draw_augment(ops, img.width, img.height, seed, epoch, item), sink);
 }
 
 }  // namespace joader

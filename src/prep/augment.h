@@ -174,10 +174,20 @@ void color_jitter(Image& img, const AugmentOp& op, const OpDraw& draw);
 // The ops applied in order to img with the given draws (from draw_augment on img's size).
 Image apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws);
 
+// The same pixels handed to `sink` row by row (rows 0 .. size - 1 of the size×size output, in
+// order) instead of stored: for a pipeline that ends in a bilinear or bicubic RandomResizedCrop
+// and flips, straight from the resample (no output image, no flip pass); for any other, from the
+// image apply_augment computes.
+void apply_augment(const ImageView& img, const std::vector<AugmentOp>& ops, const std::vector<OpDraw>& draws,
+                   RowSink& sink);
+
 // What one delivery of `item` in `epoch` to a job with `seed` receives:
 // apply_augment(img, ops, draw_augment(ops, img.width, img.height, seed, epoch, item)).
 // Throws PrepError on an image without pixels.
 Image augment(const ImageView& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item);
 Image augment(const Image& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item);
+// augment() handing the rows to `sink` (apply_augment above): e.g. into a batch's slot.
+void augment(const ImageView& img, const std::vector<AugmentOp>& ops, uint64_t seed, uint32_t epoch, uint32_t item,
+             RowSink& sink);
 
 }  // namespace joader

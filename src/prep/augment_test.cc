@@ -149,6 +149,63 @@ TEST(Augment, SameKeySameCropsOtherEpochOtherCrops) {
   EXPECT_GE(distinct.size(), 7u);
 }
 
+// Stores the rows a RowSink is given, checking that each comes once and in order.
+class StoredRows final : public RowSink {
+ public:
+  explicit StoredRows(uint32_t size) : size_(size) {}
+  void row(int64_t y, const uint8_t* rgb) override {
+    EXPECT_EQ(y, next_++) << "rows out of order";
+    bytes_.insert(bytes_.end(), rgb, rgb + size_t{size_} * 3);
+  }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  uint32_t size_;
+  int64_t next_ = 0;
+  std::vector<uint8_t> bytes_;
+};
+
+TEST(Augment, RowsHandedOverAreTheImageAugmentGivesForEveryPipelineShape) {
+  // Pipelines that end in a resample the rows come straight from (bilinear / bicubic crops, with
+  // zero, one or two flips after), and ones computed whole first (nearest, a ColorJitter last, a
+  // crop with ops before it, a CenterCrop).
+  AugmentOp bicubic = rrc(24), nearest = rrc(24), jitter = op_of(AugmentOp::kColorJitter);
+  bicubic.interpolation = Interpolation::kBicubic;
+  nearest.interpolation = Interpolation::kNearest;
+  jitter.jitter = {0.6, 1.4, 0.6, 1.4, 0.6, 1.4, -0.1, 0.1};
+  const AugmentOp flip = op_of(AugmentOp::kRandomHorizontalFlip);
+  const std::vector<std::vector<AugmentOp>> pipelines = {
+      {rrc(24)},        {rrc(24), flip},          {rrc(24), flip, flip}, {bicubic, flip},
+      {nearest, flip},  {rrc(24), flip, jitter},  {jitter, rrc(24), flip},
+      {op_of(AugmentOp::kResize, 30), op_of(AugmentOp::kCenterCrop, 24)}};
+  const Image img = gradient(97, 61);
+  for (size_t p = 0; p < pipelines.size(); ++p) {
+    for (uint32_t item = 0; item < 20; ++item) {
+      StoredRows rows(24);
+      augment(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, pipelines[p], 3, 1, item, rows);
+      ASSERT_EQ(rows.bytes(), augment(img, pipelines[p], 3, 1, item).rgb) << "pipeline " << p << ", item " << item;
+    }
+  }
+}
+
+TEST(ResizeWindow, RowsHandedOverAreTheWindowWithItsZeroPadding) {
+  const Image img = gradient(40, 30);
+  const ImageView view{img.rgb.data(), img.width, img.height, size_t{img.width} * 3};
+  // A window inside, one padded on every side, and one wholly outside the resized image.
+  for (const auto& [left, top] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {-4, -3}, {100, 0}}) {
+    PrepGeometry g;
+    g.resized_width = 20;
+    g.resized_height = 15;
+    g.crop_left = left;
+    g.crop_top = top;
+    std::vector<uint8_t> stored;
+    resize_window(view, g, 16, 21, stored);
+    StoredRows rows(16);
+    resize_window(view, g, 16, 21, rows);
+    ASSERT_EQ(rows.bytes(), stored) << left << ", " << top;
+  }
+}
+
 TEST(Augment, BadPipelinesAreRefusedNamingTheOpAndField) {
   auto message = [](std::vector<AugmentOp> ops) {
     try {

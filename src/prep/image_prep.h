@@ -133,6 +133,21 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
 void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
                    std::span<uint8_t> out, HorizontalPass pass = HorizontalPass::kByColumns);
 
+// Takes an image's rows one at a time: row(y, rgb) with rgb the y-th row's width × 3 bytes (HWC),
+// valid only during the call. For writers that lay the rows out elsewhere (a batch's planes, floats)
+// while each row is still in the core's cache, instead of storing the image and reading it again.
+class RowSink {
+ public:
+  virtual void row(int64_t y, const uint8_t* rgb) = 0;
+
+ protected:
+  ~RowSink() = default;
+};
+// The same pixels as resize_window into a buffer, handed to `sink` row by row, rows 0 .. crop_h - 1
+// in order (padding rows as zeros).
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, RowSink& sink,
+                   HorizontalPass pass = HorizontalPass::kByColumns);
+
 // The source pixels (of a width×height image) that resize_window(img, g, crop_w, crop_h) reads:
 // the filter's support around the part of the window that lies inside the resized image. Empty
 // when the window lies wholly outside it.

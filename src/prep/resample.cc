@@ -210,18 +210,18 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
   resize_window(img, g, crop_w, crop_h, std::span<uint8_t>(out), pass);
 }
 
-void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
-                   std::span<uint8_t> out, HorizontalPass pass) {
-  if (out.size() != static_cast<size_t>(crop_w * crop_h * 3)) {
-    throw PrepError("resize_window: the output holds " + std::to_string(out.size()) + " bytes, not " +
-                    std::to_string(crop_w * crop_h * 3));
-  }
+namespace {
+
+// Both passes over the part of the crop_w×crop_h window that lies inside the resized image: the
+// horizontal pass into rows of scratch, then the vertical pass, which writes output row y's pixels
+// [ox0, ox1) at out.row(y) + (ox0 - crop_left) × 3 and then calls out.done(y), for the window's
+// rows inside the image in order. `Out` leaves the padding (rows and columns outside) to its caller.
+template <class Out>
+void resample_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, HorizontalPass pass,
+                     Out& out) {
   const auto W = static_cast<int64_t>(g.resized_width), H = static_cast<int64_t>(g.resized_height);
   const auto [ox0, ox1] = inside(g.crop_left, crop_w, W);
   const auto [oy0, oy1] = inside(g.crop_top, crop_h, H);
-  // Every byte of the window inside the resized image is written below; only padding needs zeros.
-  const bool padded = ox0 > g.crop_left || oy0 > g.crop_top || ox1 < g.crop_left + crop_w || oy1 < g.crop_top + crop_h;
-  if (padded) std::memset(out.data(), 0, out.size());
   if (ox1 <= ox0 || oy1 <= oy0) return;
   const int64_t nx = ox1 - ox0, ny = oy1 - oy0;
   const Coefficients h = resize_coefficients(g.filter, img.width, W, ox0, nx);
@@ -236,13 +236,59 @@ void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, 
   } else {
     horizontal_pass_by_rows(img, h, row_first, row_last, nx, rows.data());
   }
-  // Vertical pass, straight into the output window.
+  // Vertical pass, straight into the output rows.
   for (int64_t j = 0; j < ny; ++j) {
+    const int64_t y = oy0 - g.crop_top + j;
     weighted_rows(&rows[static_cast<size_t>((v.first[j] - row_first) * nx * 3)], static_cast<size_t>(nx * 3),
                   &v.weights[static_cast<size_t>(j * v.ksize)], v.count[j],
-                  &out[static_cast<size_t>(((oy0 - g.crop_top + j) * crop_w + (ox0 - g.crop_left)) * 3)], nx * 3);
+                  out.row(y) + static_cast<size_t>(ox0 - g.crop_left) * 3, nx * 3);
+    out.done(y);
   }
   release_if_large(rows);
+}
+
+}  // namespace
+
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
+                   std::span<uint8_t> out, HorizontalPass pass) {
+  if (out.size() != static_cast<size_t>(crop_w * crop_h * 3)) {
+    throw PrepError("resize_window: the output holds " + std::to_string(out.size()) + " bytes, not " +
+                    std::to_string(crop_w * crop_h * 3));
+  }
+  const auto [ox0, ox1] = inside(g.crop_left, crop_w, static_cast<int64_t>(g.resized_width));
+  const auto [oy0, oy1] = inside(g.crop_top, crop_h, static_cast<int64_t>(g.resized_height));
+  // Every byte of the window inside the resized image is written below; only padding needs zeros.
+  const bool padded = ox0 > g.crop_left || oy0 > g.crop_top || ox1 < g.crop_left + crop_w || oy1 < g.crop_top + crop_h;
+  if (padded) std::memset(out.data(), 0, out.size());
+  struct {
+    uint8_t* data;
+    size_t row_bytes;
+    uint8_t* row(int64_t y) const { return data + static_cast<size_t>(y) * row_bytes; }
+    void done(int64_t) const {}
+  } rows{out.data(), static_cast<size_t>(crop_w) * 3};
+  resample_window(img, g, crop_w, crop_h, pass, rows);
+}
+
+void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h, RowSink& sink,
+                   HorizontalPass pass) {
+  const auto [ox0, ox1] = inside(g.crop_left, crop_w, static_cast<int64_t>(g.resized_width));
+  const auto [oy0, oy1] = inside(g.crop_top, crop_h, static_cast<int64_t>(g.resized_height));
+  // One row of scratch, zero where the window lies outside the resized image (never written).
+  thread_local std::vector<uint8_t> scratch;
+  scratch.assign(static_cast<size_t>(crop_w) * 3, 0);
+  const bool empty = ox1 <= ox0 || oy1 <= oy0;
+  const int64_t first = empty ? crop_h : std::clamp<int64_t>(oy0 - g.crop_top, 0, crop_h);  // padding above
+  const int64_t last = empty ? crop_h : std::clamp<int64_t>(oy1 - g.crop_top, first, crop_h);  // below from here
+  for (int64_t y = 0; y < first; ++y) sink.row(y, scratch.data());
+  struct {
+    RowSink& sink;
+    uint8_t* scratch;
+    uint8_t* row(int64_t) const { return scratch; }
+    void done(int64_t y) const { sink.row(y, scratch); }
+  } rows{sink, scratch.data()};
+  resample_window(img, g, crop_w, crop_h, pass, rows);
+  std::fill(scratch.begin(), scratch.end(), 0);
+  for (int64_t y = last; y < crop_h; ++y) sink.row(y, scratch.data());
 }
 
 PixelRect window_source(uint32_t width, uint32_t height, const PrepGeometry& g, int64_t crop_w, int64_t crop_h) {

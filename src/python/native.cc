@@ -198,7 +198,8 @@ std::optional<ErasingOp> erasing_from(const py::object& spec) {
 }
 
 // One job; next() returns (epoch, last_of_epoch, ids, labels, data) or None at the end. With an
-// augmentation, each item is augmented here, in the job's process, straight into the batch array.
+// augmentation, each item is augmented here, in the job's process, straight into the batch array
+// (the last resample's rows written into the item's slot as they are computed: ByteRows, FloatRows).
 class PyJob {
  public:
   PyJob(std::unique_ptr<Job> job, std::vector<AugmentOp> ops, uint64_t seed, unsigned threads)
@@ -272,15 +273,15 @@ class PyJob {
               img.height = it.height != 0 ? it.height : shape_[0];
               img.stride = size_t{img.width} * 3;
               if (uint64_t{img.width} * img.height * 3 != it.size) throw PrepError("its size does not match its image");
-              const Image out = augment(img, ops_, seed_, b.epoch, it.id);
+              const size_t pixels = size_t(S) * S;
               if (as_float) {
-                float* image = dst_float + i * out.rgb.size();
-                to_float(out.rgb.data(), size_t{out.width} * out.height, chw, mean, stdev, image);
-                if (erase) random_erasing(image, out.width, out.height, chw, *erase, seed_, b.epoch, it.id);
-              } else if (chw) {
-                hwc_to_chw(out.rgb.data(), size_t{out.width} * out.height, dst + i * out.rgb.size());
+                float* image = dst_float + i * pixels * 3;
+                FloatRows rows(image, S, chw, mean, stdev);
+                augment(img, ops_, seed_, b.epoch, it.id, rows);
+                if (erase) random_erasing(image, S, S, chw, *erase, seed_, b.epoch, it.id);
               } else {
-                std::memcpy(dst + i * out.rgb.size(), out.rgb.data(), out.rgb.size());
+                ByteRows rows(dst + i * pixels * 3, S, chw);
+                augment(img, ops_, seed_, b.epoch, it.id, rows);
               }
             } catch (const std::exception& e) {
               throw PrepError("augment: item " + std::to_string(it.id) + ": " + e.what());
