@@ -19,8 +19,14 @@ void Dispatcher::add_job(JobKey key, const JobConfig& config, double now) {
   j.config = config;
   j.window_batches = config.prefetch;
   j.horizon = window_of(j);
-  j.window_start = now;
   j.last_ack = now;
+  // See "Starting together": a job joining peers that run already (one has a rate) starts at once;
+  // one joining new jobs (or none) opens a gathering, or joins the one open.
+  const bool running = groups_.count(config.group) != 0 && median_rate(config.group) > 0;
+  double& gathering = gathering_until_[config.group];
+  if (!running && gathering <= now) gathering = now + options_.join_gather;
+  j.not_before = running ? now : gathering;
+  j.window_start = j.not_before;  // its rate is measured from then
   groups_[config.group][config.slot] = key;
 }
 
@@ -30,7 +36,10 @@ void Dispatcher::remove_job(JobKey key) {
   set_queued(it->second, 0);
   auto& group = groups_[it->second.config.group];
   group.erase(it->second.config.slot);
-  if (group.empty()) groups_.erase(it->second.config.group);
+  if (group.empty()) {
+    groups_.erase(it->second.config.group);
+    gathering_until_.erase(it->second.config.group);
+  }
   jobs_.erase(it);
   std::erase(window_changes_, key);
 }
@@ -46,7 +55,10 @@ void Dispatcher::decided(JobKey key, uint64_t items) {
   const uint64_t catch_up = catch_up_of(j);
   const uint64_t free = j.queued < catch_up ? std::min<uint64_t>(items, catch_up - j.queued) : 0;
   j.credit -= double(items - free);
-  if (j.waiting) j.credit = std::max(j.credit, -1.0);  // held back by loads, not by its pace (see "Supply")
+  // With no pace yet it owes nothing (see "Starting together"); held back by loads, not by its
+  // pace, at most one item (see "Supply").
+  if (j.pace == 0) j.credit = std::max(j.credit, 0.0);
+  if (j.waiting) j.credit = std::max(j.credit, -1.0);
   set_queued(j, j.queued + items);
 }
 
@@ -318,7 +330,9 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
   std::vector<Job*> order;
   for (auto& [group, members] : groups_) {
     order.clear();
-    for (const auto& [slot, key] : members) order.push_back(&jobs_.at(key));
+    for (const auto& [slot, key] : members) {
+      if (now >= jobs_.at(key).not_before) order.push_back(&jobs_.at(key));  // "Starting together"
+    }
     // Due jobs (a whole item of credit, or short of a batch) before the ones that would only
     // join, so a joiner never takes the last free batch from a job that is due; among them, the
     // jobs holding the fewest batches first, so a job just acknowledged down to nothing is not
@@ -348,7 +362,8 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
     for (const Job* j : order) {
       const bool starts_batch = j->queued < window_of(*j) && j->queued % j->config.batch == 0;
       if (any_starving_ && starts_batch && j->queued >= j->config.batch) continue;
-      if ((j->credit > 0 || is_due(*j) || j->waiting) && in_step(*j) && can_take(*j, admitted)) {
+      const bool follows = j->waiting || j->pace == 0;  // joins every round ("Supply", "Starting together")
+      if ((j->credit > 0 || is_due(*j) || follows) && in_step(*j) && can_take(*j, admitted)) {
         round.slots.push_back(j->config.slot);
         due = due || (is_due(*j) && !is_full(*j));  // a full job only joins (see "Supply")
         if (starts_batch) admitted += next_batch_bytes(*j);
@@ -382,6 +397,10 @@ double Dispatcher::next_credit_due(double now) const {
             due = std::min(due, std::max(now, k.last_ack + options_.idle_after));
           }
         }
+      }
+      if (now < j.not_before) {  // still gathering: due when that ends, not before
+        due = std::min(due, j.not_before);
+        continue;
       }
       // Stopped, full (a full job only joins rounds), or waiting for room: only an event helps.
       if (is_full(j) || !can_take(j, 0)) continue;

@@ -12,6 +12,13 @@ namespace {
 
 using Key = Dispatcher::JobKey;
 
+// Jobs that join start deciding at once: most tests are about what follows a start; the
+// gathering has tests of its own ("Starting together").
+DispatcherOptions at_once(DispatcherOptions o = {}) {
+  o.join_gather = 0;
+  return o;
+}
+
 Dispatcher::JobConfig config(JobSlot slot, uint32_t batch = 16, uint32_t prefetch = 4, uint64_t item_bytes = 1,
                              uint32_t group = 0) {
   return {group, slot, batch, prefetch, item_bytes, 0, {}};
@@ -78,7 +85,7 @@ struct Driver {
 };
 
 TEST(Dispatcher, EqualSpeedJobsWithJitterLandInTheSameRounds) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   Driver drv(d);
   drv.add_equal_jobs(3, 0.004, 0.002);
   drv.run(0.0, 0.5);  // warm-up: rates measured
@@ -96,7 +103,7 @@ TEST(Dispatcher, EqualSpeedJobsWithJitterLandInTheSameRounds) {
 // their acknowledgements arrive 3 and 6 ms apart (a slow daemon's round trips). Their queues sit
 // at their horizons. Returns the share of items decided in rounds of all three.
 double share_of_staggered_jobs(bool waiting_on_loads) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   Driver drv(d);
   drv.add_equal_jobs(3, 0.020, 0.0);
   for (Key k = 0; k < 3; ++k) {
@@ -121,7 +128,7 @@ TEST(Dispatcher, JobsWaitingOnLoadsJoinEveryRoundEvenWithFullQueues) {
 }
 
 TEST(Dispatcher, AFullJobWaitingOnLoadsJoinsUpToABatchBeyondItsHorizonButNeverMakesARoundDue) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   Driver drv(d);
   drv.add_jobs(2, 8, 2);
   drv.consumers.emplace_back(0, 8, 0.002, 0.0);  // job 1 never consumes: its queue is full
@@ -138,7 +145,7 @@ TEST(Dispatcher, AFullJobWaitingOnLoadsJoinsUpToABatchBeyondItsHorizonButNeverMa
 }
 
 TEST(Dispatcher, AStalledJobsShownRateFallsTowardsZeroWhileItsPacingRateIsKept) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   Driver drv(d);
   drv.add_equal_jobs(1, 0.004, 0.0);  // 16 items every 4 ms: 4000 items/s
   drv.run(0.0, 1.0);
@@ -151,7 +158,7 @@ TEST(Dispatcher, AStalledJobsShownRateFallsTowardsZeroWhileItsPacingRateIsKept) 
 }
 
 TEST(Dispatcher, AStalledJobStopsDecidingAndItsPeersGoOn) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   Driver drv(d);
   drv.add_jobs(2, 8, 2);
   drv.consumers.emplace_back(0, 8, 0.002, 0.0);  // job 1 never consumes
@@ -165,8 +172,54 @@ TEST(Dispatcher, AStalledJobStopsDecidingAndItsPeersGoOn) {
   EXPECT_EQ(d.next_due(1.0), Dispatcher::kNever);
 }
 
-TEST(Dispatcher, AJobBelowOneBatchCatchesUpToItAtOnce) {
+TEST(Dispatcher, JobsJoiningWithinAGatheringStartInTheSameRounds) {
+  // Default options: a gathering of 20 ms. Four jobs join 1 ms apart, as a launcher's do.
   Dispatcher d(UINT64_MAX, 0.0);
+  ASSERT_DOUBLE_EQ(DispatcherOptions{}.join_gather, 0.02);
+  for (JobSlot s = 0; s < 4; ++s) d.add_job(s, config(s, 16, 4), 0.001 * s);
+  for (double t = 0.003; t < 0.0195; t += 0.001) {
+    EXPECT_FALSE(d.next_round(t)) << "no job decides before the gathering ends, at " << t;
+    EXPECT_DOUBLE_EQ(d.next_due(t), 0.02) << "the owner is woken when it ends";
+  }
+  int rounds = 0;
+  while (auto r = d.next_round(0.02)) {
+    EXPECT_EQ(r->slots, (std::vector<JobSlot>{0, 1, 2, 3})) << "round " << rounds;
+    for (Key k = 0; k < 4; ++k) d.decided(k, 1);
+    ++rounds;
+  }
+  EXPECT_EQ(rounds, 16) << "their first batches are decided together";
+
+  // One that joins later opens a gathering of its own.
+  d.add_job(4, config(4, 16, 4), 0.5);
+  EXPECT_FALSE(d.next_round(0.51));
+  EXPECT_DOUBLE_EQ(d.next_due(0.51), 0.52);
+  auto r = d.next_round(0.52);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(std::count(r->slots.begin(), r->slots.end(), 4), 1);
+
+  // Without a gathering, the first job to join decides its first batch alone.
+  Dispatcher at_once_d(UINT64_MAX, 0.0, at_once());
+  at_once_d.add_job(0, config(0, 16, 4), 0.0);
+  r = at_once_d.next_round(0.0);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->slots, std::vector<JobSlot>{0});
+}
+
+TEST(Dispatcher, AJobJoiningRunningPeersStartsAtOnce) {
+  Dispatcher d(UINT64_MAX, 0.0);  // default options: a gathering for jobs that start together
+  Driver drv(d);
+  drv.add_equal_jobs(2, 0.008, 0.0);
+  drv.run(0.0, 1.0);
+  ASSERT_GT(d.rate(0), 0.0) << "its peers run";
+  d.add_job(2, config(2, 16, 4), 1.0);
+  drv.key_of[2] = 2;
+  auto r = d.next_round(1.001);  // the next round interval
+  ASSERT_TRUE(r) << "it is short of a batch: due at once, no gathering";
+  EXPECT_EQ(std::count(r->slots.begin(), r->slots.end(), 2), 1);
+}
+
+TEST(Dispatcher, AJobBelowOneBatchCatchesUpToItAtOnce) {
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   d.add_job(1, config(0, 8, 4), 0.0);
   int rounds = 0;
   while (auto r = d.next_round(0.0)) {
@@ -181,7 +234,7 @@ TEST(Dispatcher, AJobBelowOneBatchCatchesUpToItAtOnce) {
 }
 
 TEST(Dispatcher, AJobJoiningMidwayEarnsAtItsPeersMedianRateAndALeaverFreesItsReservation) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   Driver drv(d);
   drv.add_jobs(2, 16, 4, 10);
   for (JobSlot s = 0; s < 2; ++s) drv.consumers.emplace_back(Key(s), 16, 0.008, 0.0);  // 2000 items/s each
@@ -219,11 +272,33 @@ std::map<Key, int> decide_all(Dispatcher& d, double t, const std::map<JobSlot, K
   return got;
 }
 
+TEST(Dispatcher, JobsWithNoPaceYetFollowEveryRoundOfTheirGroup) {
+  // Two jobs, neither of which has acknowledged two batches (so neither has a rate, and neither
+  // earns credit). Job 0 consumes its first batch first: its catch-up round takes job 1 too,
+  // whose consumer is presumably as fast (they started together), so that both queues hold the
+  // same items.
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
+  const std::map<JobSlot, Key> key_of = {{0, 0}, {1, 1}};
+  for (JobSlot s = 0; s < 2; ++s) d.add_job(s, config(s, 16, 4), 0.0);
+  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{0, 16}, {1, 16}}));
+  d.acknowledged(0, 16, 0.01);
+  EXPECT_EQ(decide_all(d, 0.01, key_of), (std::map<Key, int>{{0, 16}, {1, 16}}));
+  EXPECT_EQ(d.queued(1), 32u);
+  EXPECT_GE(d.credit(1), 0.0) << "following owes nothing";
+  // Followers stop at their horizon: job 0 alone consuming fills job 1's window, no more.
+  for (int b = 0; b < 5; ++b) {
+    d.acknowledged(0, 16, 0.011 + 0.001 * b);
+    decide_all(d, 0.011 + 0.001 * b, key_of);
+  }
+  EXPECT_EQ(d.queued(1), 64u);
+  EXPECT_TRUE(d.full(1));
+}
+
 TEST(Dispatcher, JobsStartingBatchesInOneRoundAreAdmittedAgainstEachOther) {
   // Batches of one 100-byte item, room for three. Two jobs hold one each and both become due at
   // once, each wanting to start another: only one may. Checking each against the reservations of
   // the start of the round let both start, over-committing the arena (the stall of issue 10).
-  Dispatcher d(300, 0.0);
+  Dispatcher d(300, 0.0, at_once());
   const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
   d.add_job(1, config(0, 1, 4, 100), 0.0);
   d.add_job(2, config(1, 1, 4, 100), 0.0);
@@ -240,7 +315,7 @@ TEST(Dispatcher, JobsStartingBatchesInOneRoundAreAdmittedAgainstEachOther) {
 }
 
 TEST(Dispatcher, AJobWaitingForRoomWaitsForAnEventAndThenGetsTheRoom) {
-  Dispatcher d(400, 0.0);
+  Dispatcher d(400, 0.0, at_once());
   const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
   d.add_job(1, config(0, 4, 3, 100), 0.0);
   EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}}));
@@ -257,7 +332,7 @@ TEST(Dispatcher, BatchesReserveWhatWindowBytesSaySoOneHugeItemCostsOnlyItself) {
   // Items of 10 bytes and one of 1000, batches of 4, windows of 3 batches: the owner's bound is
   // the sum of the k · 4 largest items (1030, 1070, 1110). Reserving the largest item per item
   // would take 12000 bytes per window; two jobs fit in 2300.
-  Dispatcher d(2300, 0.0);
+  Dispatcher d(2300, 0.0, at_once());
   const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
   for (Key k : {1, 2}) {
     Dispatcher::JobConfig c = config(JobSlot(k - 1), 4, 3, 1000);
@@ -268,8 +343,10 @@ TEST(Dispatcher, BatchesReserveWhatWindowBytesSaySoOneHugeItemCostsOnlyItself) {
   EXPECT_EQ(d.reserved_bytes(), 2060u);
   d.acknowledged(1, 4);  // job 1 consumed its batch: its queue is empty, its reservation too
   EXPECT_EQ(d.reserved_bytes(), 1030u);
-  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}}));
-  EXPECT_EQ(d.reserved_bytes(), 2060u);
+  // Job 2, with no pace yet, follows job 1's rounds ("Starting together"): its second batch
+  // reserves what two batches of its items may take.
+  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}, {2, 4}}));
+  EXPECT_EQ(d.reserved_bytes(), 1030u + 1070u);
   d.remove_job(2);  // a leaver frees what it reserved
   EXPECT_EQ(d.reserved_bytes(), 1030u);
 }
@@ -277,7 +354,7 @@ TEST(Dispatcher, BatchesReserveWhatWindowBytesSaySoOneHugeItemCostsOnlyItself) {
 TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAndGrowsBackWhenItConsumes) {
   // Room for two batches of 4 items of 100 bytes. Job 1 (a notebook's open loader) holds both:
   // one delivered to its consumer, one ready behind it; then it goes quiet.
-  Dispatcher d(800, 0.0);
+  Dispatcher d(800, 0.0, at_once());
   const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
   d.add_job(1, config(0, 4, 2, 100), 0.0);
   d.decided(1, 8);
@@ -301,7 +378,7 @@ TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAnd
 }
 
 TEST(Dispatcher, AStarvingJobGetsTheRoomConsumersFreeFirstAndIsReportedOnlyIfNoneComes) {
-  Dispatcher d(800, 0.0);
+  Dispatcher d(800, 0.0, at_once());
   const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
   d.add_job(1, config(0, 4, 2, 100), 0.0);
   d.decided(1, 8);
@@ -327,7 +404,7 @@ TEST(Dispatcher, AStarvingJobGetsTheRoomConsumersFreeFirstAndIsReportedOnlyIfNon
 }
 
 TEST(Dispatcher, NextDueIsWhenAJobWillHaveAWholeItemOfCredit) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   const std::map<JobSlot, Key> key_of = {{0, 1}};
   EXPECT_EQ(d.next_due(0.0), Dispatcher::kNever) << "no job: sleep until one joins";
   d.add_job(1, config(0, 10, 2), 0.0);
@@ -347,7 +424,7 @@ TEST(Dispatcher, NextDueIsWhenAJobWillHaveAWholeItemOfCredit) {
 }
 
 TEST(Dispatcher, StoppedJobsTakeNothingAndGroupsAreApart) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   d.add_job(1, config(0, 2, 1, 1, /*group=*/0), 0.0);
   d.add_job(2, config(0, 2, 1, 1, /*group=*/1), 0.0);
   d.stop_job(1);
@@ -370,7 +447,7 @@ DispatcherOptions plans(double horizon) {
 }
 
 TEST(Dispatcher, JobsPlanTheSameTimeAheadWhateverTheirSpeedAndPlansReserveNoMemory) {
-  Dispatcher d(UINT64_MAX, 0.0, plans(0.5));
+  Dispatcher d(UINT64_MAX, 0.0, at_once(plans(0.5)));
   Driver drv(d);
   drv.add_jobs(2, 8, 2, 100);
   drv.consumers.emplace_back(0, 8, 0.004, 0.0);
@@ -388,7 +465,7 @@ TEST(Dispatcher, JobsPlanTheSameTimeAheadWhateverTheirSpeedAndPlansReserveNoMemo
 std::pair<double, double> plan_spread(double settle) {
   DispatcherOptions o = plans(0.1);
   o.plan_settle = settle;
-  Dispatcher d(UINT64_MAX, 0.0, o);
+  Dispatcher d(UINT64_MAX, 0.0, at_once(o));
   Driver drv(d);
   drv.add_equal_jobs(3, 0.012, 0.004);
   drv.run(0.0, 1.0);
@@ -419,7 +496,7 @@ TEST(Dispatcher, PlansOfEqualJitteredJobsArePulledToTheirHorizonAndTheJobsStillS
 // they wait for loads), under 0.5 s plans: the share of the items decided in 4 s that were decided
 // in rounds of all three.
 double share_decided_together(const DispatcherOptions& o) {
-  Dispatcher d(UINT64_MAX, 0.0, o);
+  Dispatcher d(UINT64_MAX, 0.0, at_once(o));
   Driver drv(d);
   drv.add_equal_jobs(3, 0.024, 0.024);
   drv.run(0.0, 1.0);
@@ -444,7 +521,7 @@ TEST(Dispatcher, NoisyRateEstimatesDoNotMoveThePlansApart) {
 }
 
 TEST(Dispatcher, AJobAloneOnItsDatasetPlansNothingAndAJoinerFillsItsPlanAtOnce) {
-  Dispatcher d(UINT64_MAX, 0.0, plans(0.5));
+  Dispatcher d(UINT64_MAX, 0.0, at_once(plans(0.5)));
   Driver drv(d);
   d.add_job(0, config(0, 8, 2), 0.0);
   drv.key_of[0] = 0;
@@ -475,7 +552,7 @@ TEST(Dispatcher, PlansGrowingTogetherDecideInTheOrderOfTheTimeTheyReachNotOfThei
   DispatcherOptions o;
   o.plan_span = 1;
   o.plan_cache = 748;
-  Dispatcher d(UINT64_MAX, 0.0, o);
+  Dispatcher d(UINT64_MAX, 0.0, at_once(o));
   Driver drv(d);
   d.add_job(0, config(0, 8, 2), 0.0);
   d.add_job(1, config(1, 8, 2), 0.0);
@@ -518,7 +595,7 @@ TEST(Dispatcher, PlansGrowingTogetherDecideInTheOrderOfTheTimeTheyReachNotOfThei
 }
 
 TEST(Dispatcher, RequestRateSumsRateOverRemainingSetSize) {
-  Dispatcher d(UINT64_MAX, 0.0);
+  Dispatcher d(UINT64_MAX, 0.0, at_once());
   RemainingSets sets(10);
   std::vector<ItemId> all(10), half = {0, 1, 2, 3, 4};
   for (ItemId i = 0; i < 10; ++i) all[i] = i;

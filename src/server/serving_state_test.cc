@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "common/protocol.h"
+#include "dispatch/dispatcher.h"
 #include "testing/requests.h"
 #include "ipc/arena_allocator.h"
 
@@ -30,6 +31,10 @@ ServingOptions options(const std::string& policy = "refcnt") {
 }
 
 using test_support::job_request;
+
+// When a job opened at time 0 has its first round: once its start's gathering ends (the
+// dispatcher's "Starting together").
+const double kStart = DispatcherOptions{}.join_gather;
 using test_support::synthetic;
 
 // What Engine::add_dataset does around its lock, on this thread.
@@ -64,12 +69,12 @@ size_t run_loads(ServingState& state, const std::string& error = "") {
   return n;
 }
 
-// Dataset "d" of 64 items and one job of batch 4 on it, its first round formed at time 0.
+// Dataset "d" of 64 items and one job of batch 4 on it, opened at time 0, its first round formed.
 ServingState::JobId open_one_job(ServingState& state, std::function<void()> on_change = {}) {
   add(state, synthetic("d", 64));
   v1::Registered reply;
   const auto id = state.open_job(job_request("d", 4, 1, 2), &reply, std::move(on_change), 0.0);
-  state.dispatch(0.0);
+  state.dispatch(kStart);
   return id;
 }
 
@@ -84,7 +89,7 @@ TEST(ServingState, ARoundQueuesTheWindowsLoadsForTheLoadersAndTheBatchIsReadyOnc
   EXPECT_EQ(reply.width(), 8u);
   EXPECT_TRUE(state.take_wakeups().dispatcher) << "a job joined: a round may be due";
 
-  state.dispatch(0.0);
+  state.dispatch(kStart);
   const auto w = state.take_wakeups();
   EXPECT_GT(w.loads, 0u) << "the window's items are new loads";
   v1::Batch batch;
@@ -155,7 +160,7 @@ TEST(ServingState, AFailedLoadFailsEveryJobWaitingForItWithTheLoadsError) {
   v1::Registered reply;
   const auto a = state.open_job(job_request("d", 4, 1, 2), &reply, {}, 0.0);
   const auto b = state.open_job(job_request("d", 4, 1, 2), &reply, {}, 0.0);
-  state.dispatch(0.0);
+  state.dispatch(kStart);
   run_loads(state, "item 3 (x.jpg): not a JPEG");
   for (auto id : {a, b}) {
     v1::Batch batch;
@@ -176,7 +181,7 @@ TEST(ServingState, UnderOnErrorSkipAFailedLoadIsLeftOutAndReportedInTheBatch) {
   add(state, skipping);
   v1::Registered reply;
   const auto id = state.open_job(job_request("d", 8, 1, 1), &reply, {}, 0.0);
-  state.dispatch(0.0);
+  state.dispatch(kStart);
   // The first load fails, the others succeed.
   auto first = state.take_task();
   ASSERT_TRUE(first);
@@ -250,7 +255,7 @@ TEST(ServingState, AnImageStoredAtItsOwnSizeIsClaimedBeforePreparingAtTheSizeIts
   add(state, own);
   v1::Registered reply;
   state.open_job(job_request("own", 4, 1, 2), &reply, {}, 0.0);
-  state.dispatch(0.0);
+  state.dispatch(kStart);
   auto task = state.take_task();
   ASSERT_TRUE(task);
   EXPECT_EQ(task->claim_size, 12u * 10 * 3);

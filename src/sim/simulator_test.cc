@@ -5,8 +5,14 @@
 #include <algorithm>
 #include <map>
 
+#include "dispatch/dispatcher.h"
+
 namespace joader {
 namespace {
+
+// Steps (1 ms each) a job's first items wait for its start's gathering (the dispatcher's
+// "Starting together"): a job consumes up to this much later than its start.
+const uint64_t kGathering = uint64_t(DispatcherOptions{}.join_gather * 1000 + 0.5);
 
 Scenario s1(const std::string& sampler, const std::string& policy) {
   return parse_scenario(R"({"universe": 10000, "cache_items": 1000, "epochs": 3, "seed": 1,
@@ -46,10 +52,10 @@ TEST(Simulator, TraceAgreesWithTheTotals) {
   EXPECT_EQ(deliveries, r.deliveries);
   EXPECT_EQ(hits, r.hits);
   EXPECT_EQ(r.jobs[2].epochs, 3u);
-  // The half-speed job consumes 3 epochs of 10000 items in 60000 steps; its last items are decided
-  // up to its prefetch (4 items, 8 steps) earlier.
+  // The half-speed job consumes 3 epochs of 10000 items in 60000 steps after its gathering; its
+  // last items are decided up to its prefetch (4 items, 8 steps) earlier.
   EXPECT_GE(r.steps, 60000u - 8);
-  EXPECT_LE(r.steps, 60000u + 2);
+  EXPECT_LE(r.steps, 60000u + kGathering + 2);
 }
 
 TEST(Simulator, LoadTimeOnItsLoaderThreadsSetsThePaceOfFastJobs) {
@@ -61,7 +67,7 @@ TEST(Simulator, LoadTimeOnItsLoaderThreadsSetsThePaceOfFastJobs) {
   EXPECT_GE(r.steps, 4000u - 70);
   EXPECT_LE(r.steps, 4000u + 70);
   sc.load_ms = 0;
-  EXPECT_LE(simulate(sc).steps, 4000u / 5 + 10);
+  EXPECT_LE(simulate(sc).steps, 4000u / 5 + kGathering + 10);
 }
 
 TEST(Simulator, JobsFasterThanTheirLoadsStillShareEveryLoad) {
@@ -89,15 +95,16 @@ TEST(Simulator, LockstepJobsMoveAtTheSlowestJobsSpeed) {
   const SimResult r = simulate(sc);
   EXPECT_EQ(r.loads * 4, r.deliveries) << "identical jobs in lockstep share every item (no cache hits here)";
   EXPECT_GE(r.steps, 60000u - 8) << "the slowest job (0.5 items per step, 4 items ahead) sets the pace";
-  EXPECT_LE(r.steps, 60000u + 2);
+  EXPECT_LE(r.steps, 60000u + kGathering + 2);
 }
 
 TEST(Simulator, AJobStoppedMidEpochLeavesItsPartialEpoch) {
   Scenario sc = s1("dsa", "refcnt");
   sc.jobs[3].stop = 2500;
   const SimResult r = simulate(sc);
-  // It consumed 2500 items in 2500 steps; up to its prefetch (4 items) more were decided for it.
-  EXPECT_GE(r.jobs[3].deliveries, 2500u);
+  // It consumed an item per step from its gathering's end to 2500; up to its prefetch (4 items)
+  // more were decided for it.
+  EXPECT_GE(r.jobs[3].deliveries, 2500u - kGathering);
   EXPECT_LE(r.jobs[3].deliveries, 2504u);
   EXPECT_EQ(r.jobs[3].epochs, 0u);
   EXPECT_EQ(r.jobs[0].epochs, 3u);
@@ -151,8 +158,9 @@ TEST(Simulator, PlannedJobsReceiveEveryItemOfTheirSubsetOncePerEpoch) {
     }
     EXPECT_EQ(r.jobs[j].deliveries, 9000u);
   }
-  // Job 1 consumed 3250 items in its 3250 steps (and its window of 4 was delivered).
-  EXPECT_GE(r.jobs[1].deliveries, 3250u);
+  // Job 1 consumed an item per step in its 3250 steps less its gathering (and its window of 4
+  // was delivered).
+  EXPECT_GE(r.jobs[1].deliveries, 3250u - kGathering);
   EXPECT_LE(r.jobs[1].deliveries, 3254u);
   const std::vector<ItemId>& first_epoch = epochs[{1, 0}];
   EXPECT_EQ(first_epoch.size(), 3000u);
