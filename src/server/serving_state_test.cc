@@ -31,11 +31,11 @@ ServingOptions options(const std::string& policy = "refcnt") {
 }
 
 using test_support::job_request;
+using test_support::synthetic;
 
 // When a job opened at time 0 has its first round: once its start's gathering ends (the
 // dispatcher's "Starting together").
 const double kStart = DispatcherOptions{}.join_gather;
-using test_support::synthetic;
 
 // What Engine::add_dataset does around its lock, on this thread.
 v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request) {
