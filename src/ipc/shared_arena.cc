@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <stdexcept>
 
@@ -56,7 +57,34 @@ SharedArena::SharedArena(uint64_t size, std::optional<gid_t> group) : size_(size
     fail("cannot map shared memory " + name_);
   }
   data_ = static_cast<uint8_t*>(p);
+  advise_huge_pages(data_, size_);
   populate_ = std::jthread([this](std::stop_token stop) { populate(stop); });
+}
+
+void advise_huge_pages(const void* data, uint64_t size) {
+  // Asks; the kernel decides (see the header). An older kernel's EINVAL changes nothing.
+  madvise(const_cast<void*>(data), size, MADV_HUGEPAGE);
+}
+
+std::string arena_page_setting() {
+  std::ifstream sys("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string word;
+  while (sys >> word) {
+    if (word == "[force]" || word == "[deny]") return "shmem_enabled=" + word.substr(1, word.size() - 2);
+  }
+  std::ifstream mounts("/proc/mounts");
+  std::string device, dir, type, options;
+  std::string found = "unknown";
+  while (mounts >> device >> dir >> type >> options && std::getline(mounts, word)) {
+    if (dir != "/dev/shm") continue;
+    found = "huge=never";  // tmpfs's default
+    for (size_t at = 0; at < options.size();) {
+      const size_t end = std::min(options.find(',', at), options.size());
+      if (options.compare(at, 5, "huge=") == 0) found = options.substr(at, end - at);
+      at = end + 1;
+    }
+  }
+  return found;
 }
 
 void SharedArena::populate(const std::stop_token& stop) {
@@ -104,6 +132,7 @@ ArenaView::ArenaView(const std::string& name, uint64_t size) : size_(size) {
     fail("cannot map the daemon's shared memory " + name);
   }
   data_ = static_cast<const uint8_t*>(p);
+  advise_huge_pages(data_, size_);  // the daemon's huge pages are mapped whole here too
 }
 
 ArenaView::~ArenaView() { munmap(const_cast<uint8_t*>(data_), size_); }
