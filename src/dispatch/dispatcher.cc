@@ -21,13 +21,17 @@ void Dispatcher::add_job(JobKey key, const JobConfig& config, double now) {
   j.horizon = window_of(j);
   j.last_ack = now;
   // See "Starting together": a job joining peers that run already (one has a rate) starts at once;
-  // one joining new jobs (or none) opens a gathering, or joins the one open.
-  const bool running = groups_.count(config.group) != 0 && median_rate(config.group) > 0;
-  double& gathering = gathering_until_[config.group];
-  if (!running && gathering <= now) gathering = now + options_.join_gather;
-  j.not_before = running ? now : gathering;
+  // one joining new jobs (or none) joins the gathering still open among them, or opens one.
+  auto& members = groups_[config.group];
+  bool running = false;
+  double gathering = now;
+  for (const auto& [slot, other] : members) {
+    running = running || jobs_.at(other).rate > 0;
+    gathering = std::max(gathering, jobs_.at(other).not_before);
+  }
+  j.not_before = running ? now : gathering > now ? gathering : now + options_.join_gather;
   j.window_start = j.not_before;  // its rate is measured from then
-  groups_[config.group][config.slot] = key;
+  members[config.slot] = key;
 }
 
 void Dispatcher::remove_job(JobKey key) {
@@ -36,10 +40,7 @@ void Dispatcher::remove_job(JobKey key) {
   set_queued(it->second, 0);
   auto& group = groups_[it->second.config.group];
   group.erase(it->second.config.slot);
-  if (group.empty()) {
-    groups_.erase(it->second.config.group);
-    gathering_until_.erase(it->second.config.group);
-  }
+  if (group.empty()) groups_.erase(it->second.config.group);
   jobs_.erase(it);
   std::erase(window_changes_, key);
 }

@@ -12,10 +12,10 @@
 // least `first_window` seconds; until then it earns at the median rate of its group's measured
 // jobs (with none measured, it follows its group's rounds: see "Starting together"). Credit is
 // capped at one batch (or one round interval's worth plus an item, if that is more), and at one
-// item while the job's queue is full. A job whose queue (decided, not yet acknowledged items) is below one batch
-// catches up: it is due, and the items that bring it up to one batch cost no credit (so a job
-// whose consumer outruns its credit is supplied more than its credit, and its measured rate can
-// grow).
+// item while the job's queue is full. A job whose queue (decided, not yet acknowledged items) is
+// below one batch catches up: it is due, and the items that bring it up to one batch cost no
+// credit (so a job whose consumer outruns its credit is supplied more than its credit, and its
+// measured rate can grow).
 // A round of a group is due when one of its jobs that may take an item has credit ≥ 1 or is short
 // of a batch; every job of the group with positive credit that may take an item joins it
 // (borrowing up to one item), so that jobs of equal speed land in the same rounds whatever their
@@ -298,7 +298,6 @@ class Dispatcher {
   std::vector<JobKey> window_changes_;
   bool any_starving_ = false;  // as of the last balance_windows
   std::map<uint32_t, std::map<JobSlot, JobKey>> groups_;
-  std::map<uint32_t, double> gathering_until_;  // per group: the end of its last gathering
 };
 
 }  // namespace joader

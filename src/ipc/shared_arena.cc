@@ -20,6 +20,10 @@ namespace {
 
 std::string prefix() { return "joader-" + std::to_string(getuid()) + "-"; }
 
+// Asks for huge pages on a mapping of the arena (see "Huge pages" in the header); the kernel
+// decides. An older kernel's EINVAL changes nothing.
+void advise_huge_pages(const void* data, uint64_t size) { madvise(const_cast<void*>(data), size, MADV_HUGEPAGE); }
+
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
@@ -59,11 +63,6 @@ SharedArena::SharedArena(uint64_t size, std::optional<gid_t> group) : size_(size
   data_ = static_cast<uint8_t*>(p);
   advise_huge_pages(data_, size_);
   populate_ = std::jthread([this](std::stop_token stop) { populate(stop); });
-}
-
-void advise_huge_pages(const void* data, uint64_t size) {
-  // Asks; the kernel decides (see the header). An older kernel's EINVAL changes nothing.
-  madvise(const_cast<void*>(data), size, MADV_HUGEPAGE);
 }
 
 std::string arena_page_setting() {

@@ -49,7 +49,7 @@ class SharedArena {
   std::jthread populate_;
 };
 
-// Huge pages for the arena. Every item is written by the daemon and read by each job from memory
+// Huge pages. Every item is written by the daemon and read by each job from memory
 // none of them touched before; in 4 KiB pages, inside a first epoch, the code touching the arena
 // ran 5-16x slower than alone, and with 2 MiB pages 4 identical jobs' first epoch was ~1.4x
 // faster (docs/BENCHMARKS.md, "Huge pages for the arena"). The arena is a POSIX shared-memory
@@ -58,7 +58,6 @@ class SharedArena {
 // not the daemon's (docs/DAEMON.md, "Huge pages"). The daemon and every view also ask for them
 // (madvise MADV_HUGEPAGE) so that mappings take them whole where the kernel gives them; under
 // huge=advise that comes too late for the arena, reserved by posix_fallocate before it is mapped.
-void advise_huge_pages(const void* data, uint64_t size);
 // What decides the arena's page size: "huge=never" (tmpfs's default), "huge=within_size", ... from
 // /dev/shm's mount options, "shmem_enabled=force" / "=deny" where that overrides them, or
 // "unknown" where /dev/shm is not found.
