@@ -146,6 +146,8 @@ def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
         daemon.stop()
     out = summarize(results, cpu_children() - cpu0, status["ld_ratio"])
     out["loads"], out["deliveries"] = status["loads"], status["deliveries"]
+    # Whether the arena was in huge pages: 1.4x on a first epoch (docs/DAEMON.md, "Huge pages").
+    out["arena_pages"], out["arena_huge_bytes"] = status["arena_pages"], status["arena_huge_bytes"]
     return out
 
 
@@ -307,6 +309,9 @@ def main():
     with open(os.path.join(args.out, f"{stem}_results.json"), "w") as f:
         json.dump({"rows": rows, "raw": results, "mean_jpeg_kb": statistics.mean(sizes) / 1000}, f, indent=1)
 
+    pages = sorted({f"{x['arena_pages']}, {x['arena_huge_bytes'] >> 20} MiB in 2 MiB pages"
+                    for r in results.values() for x in r["joader"]})
+    print(f"Joader's arena ({CACHE_SIZE}): {'; '.join(pages)}\n")
     print(f"| scenario | PyTorch img/s | Joader img/s | speed-up | PyTorch CPU ms/img | Joader CPU ms/img | "
           f"CPU ratio | Joader L/D | per-job time, PyTorch (s) | per-job time, Joader (s) | slowest job ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|")

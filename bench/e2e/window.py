@@ -65,7 +65,8 @@ def main():
     busy = 1 - (inside[-1][2] - inside[0][2]) / (inside[-1][1] - inside[0][1]) if len(inside) > 1 else float("nan")
     print(f"{args.pipeline}, {args.scenario}: {out['images_per_s']:.0f} img/s, window {t1 - t0:.2f} s, "
           f"CPUs busy {100 * busy:.1f} %, L/D {out['ld_ratio']:.3f}, starts within "
-          f"{1000 * (max(r['start'] for r in results['jobs']) - t0):.0f} ms")
+          f"{1000 * (max(r['start'] for r in results['jobs']) - t0):.0f} ms, arena {out['arena_pages']} "
+          f"({out['arena_huge_bytes'] >> 20} MiB in 2 MiB pages)")
 
 
 if __name__ == "__main__":

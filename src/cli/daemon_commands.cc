@@ -23,7 +23,6 @@
 #include "client/client.h"
 #include "client/report.h"
 #include "ipc/paths.h"
-#include "ipc/shared_arena.h"
 #include "server/daemon.h"
 #include "server/rpc/listener.h"
 #include "server/rpc/metrics.h"
@@ -114,7 +113,7 @@ int run_serve(const ServeOptions& o) {
              human_bytes(double(s.cache_capacity())), s.loader_threads(), d.engine.policy, d.engine.sampler,
              d.engine.share_group ? fmt::format(", shared with group {}", *d.engine.share_group) : "",
              d.engine.data_root.empty() ? "" : ", data root " + d.engine.data_root);
-  if (const std::string pages = arena_page_setting(); pages == "huge=never" || pages == "shmem_enabled=deny") {
+  if (const std::string& pages = s.arena_pages(); pages == "huge=never" || pages == "shmem_enabled=deny") {
     fmt::print(stderr, "joader: the cache is in 4 KiB pages ({} on /dev/shm); as root, `mount -o remount,"
                "huge=within_size /dev/shm` before starting the daemon made first epochs ~1.4x faster (docs/DAEMON.md, "
                "\"Huge pages\")\n", pages);
@@ -253,6 +252,13 @@ void print_status(const v1::StatusReply& s, bool json, bool watching) {
   fmt::print("cache {} of {} ({} pinned), policy {}, {} loader threads, up {:.0f} s\n", human_bytes(double(s.cache_bytes())),
              human_bytes(double(s.cache_capacity())), human_bytes(double(s.pinned_bytes())), s.policy(),
              s.loader_threads(), s.uptime_seconds());
+  if (s.arena_huge_bytes() > 0) {
+    fmt::print("arena: {} of {} in 2 MiB pages ({})\n", human_bytes(double(s.arena_huge_bytes())),
+               human_bytes(double(s.cache_capacity())), s.arena_pages());
+  } else {
+    fmt::print("arena: in 4 KiB pages ({}; huge pages make a first epoch ~1.4x faster: docs/DAEMON.md, \"Huge pages\")\n",
+               s.arena_pages());
+  }
   fmt::print("\n{:<20} {:>10} {:>8} {:>7}  {}\n", "dataset", "items", "jobs", "L/D", "prep");
   for (const auto& d : s.datasets()) {
     fmt::print("{:<20} {:>10} {:>8} {:>7}  {}\n", d.name(), d.items(), d.active_jobs(),

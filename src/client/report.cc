@@ -60,6 +60,8 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"split_items", s.split_items()},
           {"cached_items", s.cached_items()},
           {"cached_blocks", s.cached_blocks()},
+          {"arena_huge_bytes", s.arena_huge_bytes()},
+          {"arena_pages", s.arena_pages()},
           {"load_seconds",
            {{"bounds", std::vector<double>(s.load_seconds().bounds().begin(), s.load_seconds().bounds().end())},
             {"counts", std::vector<uint64_t>(s.load_seconds().counts().begin(), s.load_seconds().counts().end())},

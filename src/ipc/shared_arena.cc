@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -84,6 +86,25 @@ std::string arena_page_setting() {
     }
   }
   return found;
+}
+
+uint64_t SharedArena::huge_page_bytes() const {
+  // smaps lists each mapping as "start-end perms ..." followed by "Field:   N kB" lines.
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t start = reinterpret_cast<uintptr_t>(data_);
+  std::string line;
+  bool mine = false;
+  while (std::getline(smaps, line)) {
+    if (line.empty()) continue;
+    if (const size_t dash = line.find('-'); dash != std::string::npos && line.find(':') > dash && line[0] != ' ' &&
+                                            std::isxdigit(static_cast<unsigned char>(line[0]))) {
+      if (mine) return 0;  // past our mapping without the field (an older kernel)
+      mine = std::strtoull(line.c_str(), nullptr, 16) == start;
+    } else if (mine && line.rfind("ShmemPmdMapped:", 0) == 0) {
+      return std::strtoull(line.c_str() + std::strlen("ShmemPmdMapped:"), nullptr, 10) * 1024;
+    }
+  }
+  return 0;
 }
 
 void SharedArena::populate(const std::stop_token& stop) {

@@ -29,6 +29,10 @@ class SharedArena {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
 
+  // Bytes of the arena this process has mapped in huge (2 MiB) pages now: the ShmemPmdMapped of
+  // its mapping in /proc/self/smaps (0 where that is unreadable). See "Huge pages" below.
+  uint64_t huge_page_bytes() const;
+
   // Unlinks arenas of this user left by daemons that no longer run (their pid is gone).
   // Returns how many were removed.
   static int remove_stale();

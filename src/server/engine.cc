@@ -163,8 +163,13 @@ void Engine::end_job(const std::string& name) {
 }
 
 v1::StatusReply Engine::status() {
+  // Read from /proc before taking the lock: the arena's mapping does not change under it.
+  const uint64_t huge_bytes = arena_.huge_page_bytes();
+  const std::string pages = arena_page_setting();
   Lock lk(*this);
   v1::StatusReply out = state_.status(now());
+  out.set_arena_huge_bytes(huge_bytes);
+  out.set_arena_pages(pages);
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
   return out;

@@ -74,7 +74,8 @@ def test_metrics_agree_with_status_and_report_the_jobs_waits(workdir):
                               ("joader_cache_bytes", "cache_bytes"), ("joader_cache_capacity_bytes", "cache_capacity"),
                               ("joader_pinned_bytes", "pinned_bytes"), ("joader_space_waits_total", "space_waits"),
                               ("joader_split_items_total", "split_items"), ("joader_cached_items", "cached_items"),
-                              ("joader_cached_blocks", "cached_blocks")]:
+                              ("joader_cached_blocks", "cached_blocks"),
+                              ("joader_arena_huge_page_bytes", "arena_huge_bytes")]:
             assert value(families, metric) == status[field], metric
         assert value(families, "joader_jobs") == len(status["jobs"]) == 0
         assert value(families, "joader_skipped_items_total", dataset="s") == 0

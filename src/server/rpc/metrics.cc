@@ -65,6 +65,8 @@ std::string prometheus_text(const v1::StatusReply& s) {
   gauge("cached_items", "Items in the cache.", double(s.cached_items()));
   gauge("cached_blocks", "Arena blocks holding the cached items (above cached_items: fragmentation).",
         double(s.cached_blocks()));
+  gauge("arena_huge_page_bytes", "Bytes of the arena the daemon has mapped in huge pages.",
+        double(s.arena_huge_bytes()));
   gauge("pinned_bytes", "Bytes of cached items decided for jobs and not yet acknowledged.", double(s.pinned_bytes()));
   gauge("jobs", "Jobs registered.", double(s.jobs_size()));
   gauge("datasets", "Datasets registered.", double(s.datasets_size()));

@@ -1,0 +1,34 @@
+#include "ipc/shared_arena.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <regex>
+
+namespace joader {
+namespace {
+
+TEST(SharedArenaTest, NamesWhatDecidesItsPageSize) {
+  EXPECT_TRUE(std::regex_match(arena_page_setting(), std::regex("huge=[a-z_]+|shmem_enabled=(force|deny)|unknown")))
+      << arena_page_setting();
+}
+
+// Written whole, an arena is in 2 MiB pages exactly where the machine's setting gives them: none
+// under Debian's /dev/shm (huge=never), some under huge=within_size / always or a forced
+// shmem_enabled. (Checked by hand under both mounts; a test run sees whichever the machine has.)
+TEST(SharedArenaTest, CountsTheBytesMappedInHugePagesAsTheMachineGivesThem) {
+  SharedArena arena(uint64_t{8} << 20);
+  std::memset(arena.data(), 1, arena.size());
+  const std::string setting = arena_page_setting();
+  const uint64_t huge = arena.huge_page_bytes();
+  EXPECT_LE(huge, arena.size());
+  if (setting == "huge=never" || setting == "shmem_enabled=deny") {
+    EXPECT_EQ(huge, 0u) << setting;
+  }
+  if (setting == "huge=within_size" || setting == "huge=always" || setting == "shmem_enabled=force") {
+    EXPECT_GT(huge, 0u) << setting;
+  }
+}
+
+}  // namespace
+}  // namespace joader
