@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <string_view>
 
 namespace joader {
 namespace {
@@ -89,19 +90,22 @@ std::string arena_page_setting() {
 }
 
 uint64_t SharedArena::huge_page_bytes() const {
-  // smaps lists each mapping as "start-end perms ..." followed by "Field:   N kB" lines.
+  // smaps lists each mapping as a line "start-end perms ..." (addresses in hex) followed by lines
+  // "Field:   N kB" (field names are not hex digits throughout).
+  static constexpr std::string_view kField = "ShmemPmdMapped:";
   std::ifstream smaps("/proc/self/smaps");
   const uintptr_t start = reinterpret_cast<uintptr_t>(data_);
   std::string line;
   bool mine = false;
   while (std::getline(smaps, line)) {
-    if (line.empty()) continue;
-    if (const size_t dash = line.find('-'); dash != std::string::npos && line.find(':') > dash && line[0] != ' ' &&
-                                            std::isxdigit(static_cast<unsigned char>(line[0]))) {
-      if (mine) return 0;  // past our mapping without the field (an older kernel)
+    const size_t dash = line.find('-');
+    const bool mapping = dash != std::string::npos && dash > 0 &&
+                         std::all_of(line.begin(), line.begin() + dash, [](unsigned char c) { return std::isxdigit(c); });
+    if (mapping) {
+      if (mine) return 0;  // past our mapping without the field (a kernel older than 4.8)
       mine = std::strtoull(line.c_str(), nullptr, 16) == start;
-    } else if (mine && line.rfind("ShmemPmdMapped:", 0) == 0) {
-      return std::strtoull(line.c_str() + std::strlen("ShmemPmdMapped:"), nullptr, 10) * 1024;
+    } else if (mine && line.starts_with(kField)) {
+      return std::strtoull(line.c_str() + kField.size(), nullptr, 10) * 1024;
     }
   }
   return 0;

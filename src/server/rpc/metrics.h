@@ -20,8 +20,8 @@ class Engine;
 // Families, all prefixed joader_: counters loads_total, deliveries_total, cache_hits_total,
 // evictions_total, space_waits_total, split_items_total, skipped_items_total{dataset},
 // job_delivered_items_total{dataset,job}, job_wait_seconds_total{dataset,job}; gauges cache_bytes,
-// cache_capacity_bytes, cached_items, cached_blocks, arena_huge_page_bytes, pinned_bytes, jobs, datasets, loader_threads, uptime_seconds,
-// job_epoch{dataset,job}, job_items_per_second{dataset,job}, job_queued_items{dataset,job}; the
+// cache_capacity_bytes, cached_items, cached_blocks, arena_huge_page_bytes, pinned_bytes, jobs,
+// datasets, loader_threads, uptime_seconds, job_epoch{dataset,job}, job_items_per_second{dataset,job}, job_queued_items{dataset,job}; the
 // histogram load_seconds (time to read and prepare an item).
 std::string prometheus_text(const v1::StatusReply& status);
 
