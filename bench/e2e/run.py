@@ -17,7 +17,9 @@ The machine's limit (eval pipeline): every load costs the prep time p, every del
 and the daemon's CPU c for a cached item, on all cores: limit = D / ((L·p + D·c) / cores) images/s
 for the L loads and D deliveries of each Joader run; p (build/prep_bench, one thread, on the same
 files) and c (bench/client_cost.py) are measured in the same run, before and after the scenarios,
-and each row prints the fraction of the limit that Joader reached.
+and each row prints the fraction of the limit that Joader reached. A second limit takes p_all, the
+prep per load while every core runs prep_bench at once (on a VM, one decode alone can be faster
+than each of two together): the machine's decode throughput is then cores / p_all.
 Scenarios: (a) k = 1; (b) k = 2 and 4, identical subsets, same start; (c) k = 4, each a random
 75 % subset, starts staggered by a quarter of a one-job epoch; (d) k = 4 identical subsets with
 0, 10, 20, 40 ms of "training" per batch.
@@ -172,14 +174,23 @@ def summarize(results, cpu, ld):
     return out
 
 
-def prep_ms(build, root):
-    """The eval prep per load, one thread (build/prep_bench's BM_Prepare_Resize256_Crop224), ms."""
-    r = subprocess.run([os.path.join(build, "prep_bench"), "--benchmark_filter=BM_Prepare_Resize256_Crop224$",
-                        "--benchmark_format=json", "--benchmark_min_time=1", root],
-                       check=True, capture_output=True, text=True)
-    bench = json.loads(r.stdout)["benchmarks"][0]
-    assert bench["time_unit"] == "ms", bench
-    return bench["real_time"]
+def prep_ms(build, root, instances=1):
+    """The eval prep per load (build/prep_bench's BM_Prepare_Resize256_Crop224), ms: one thread alone,
+    or with `instances` > 1 the per-load time of that many instances running at once, as
+    instances / (their summed loads per ms), so that cores / it is the machine's prep throughput."""
+    command = [os.path.join(build, "prep_bench"), "--benchmark_filter=BM_Prepare_Resize256_Crop224$",
+               "--benchmark_format=json", "--benchmark_min_time=1", root]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for _ in range(instances)]
+    times = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"{command[0]} failed ({proc.returncode})")
+        bench = json.loads(out)["benchmarks"][0]
+        assert bench["time_unit"] == "ms", bench
+        times.append(bench["real_time"])
+    return instances / sum(1 / t for t in times)
 
 
 def delivery_ms(build):
@@ -194,9 +205,10 @@ def delivery_ms(build):
 
 
 def measure_costs(build, root):
-    p, c = prep_ms(build, root), delivery_ms(build)
-    print(f"costs: prep {p:.3f} ms per load, delivery {c:.4f} ms CPU per image", file=sys.stderr)
-    return p, c
+    p, c, p_all = prep_ms(build, root), delivery_ms(build), prep_ms(build, root, os.cpu_count())
+    print(f"costs: prep {p:.3f} ms per load ({p_all:.3f} with every core preparing), delivery {c:.4f} ms CPU "
+          "per image", file=sys.stderr)
+    return p, c, p_all
 
 
 def limit_ips(run, p, c, cores):
@@ -295,8 +307,11 @@ def main():
         if costs:
             p, c = statistics.mean(x[0] for x in costs), statistics.mean(x[1] for x in costs)
             achieved = "first_epoch_images_per_s" if "first_epoch_images_per_s" in j[0] else "images_per_s"
+            p_all = statistics.mean(x[2] for x in costs)
             rows[-1].update(prep_ms=p, delivery_ms=c, limit=med(limit_ips(x, p, c, os.cpu_count()) for x in j),
-                            fraction=med(x[achieved] / limit_ips(x, p, c, os.cpu_count()) for x in j))
+                            fraction=med(x[achieved] / limit_ips(x, p, c, os.cpu_count()) for x in j),
+                            prep_all_ms=p_all, limit_all=med(limit_ips(x, p_all, c, os.cpu_count()) for x in j),
+                            fraction_all=med(x[achieved] / limit_ips(x, p_all, c, os.cpu_count()) for x in j))
         if "steady_images_per_s" in t[0]:
             rows[-1].update(
                 torch_first=med(x["first_epoch_images_per_s"] for x in t),
@@ -327,15 +342,15 @@ def main():
             print(f"| {r['name']} | {r['torch_first']:.0f} | {r['joader_first']:.0f} | {r['first_speedup']:.2f}× | "
                   f"{r['torch_steady']:.0f} | {r['joader_steady']:.0f} | {r['steady_speedup']:.2f}× |")
     if costs:
-        p, c = rows[0]["prep_ms"], rows[0]["delivery_ms"]
-        print(f"\nThe machine's limit ({os.cpu_count()} cores, prep {p:.3f} ms per load, delivery {c:.4f} ms per image; "
-              f"each measured before and after the scenarios: {', '.join(f'{x[0]:.3f}/{x[1]:.4f}' for x in costs)}); "
-              "Joader's first epoch against it:\n")
-        print("| scenario | limit img/s | Joader img/s | fraction of the limit |")
-        print("|---|---:|---:|---:|")
+        p, c, p_all = rows[0]["prep_ms"], rows[0]["delivery_ms"], rows[0]["prep_all_ms"]
+        print(f"\nThe machine's limit ({os.cpu_count()} cores, prep {p:.3f} ms per load alone and {p_all:.3f} with "
+              f"every core preparing, delivery {c:.4f} ms per image; each measured before and after the scenarios: "
+              f"{', '.join(f'{x[0]:.3f}/{x[2]:.3f}/{x[1]:.4f}' for x in costs)}); Joader's first epoch against it:\n")
+        print("| scenario | limit img/s | Joader img/s | fraction of the limit | limit, every core preparing | fraction |")
+        print("|---|---:|---:|---:|---:|---:|")
         for r in rows:
             print(f"| {r['name']} | {r['limit']:.0f} | {r.get('joader_first', r['joader_ips']):.0f} | "
-                  f"{100 * r['fraction']:.0f} % |")
+                  f"{100 * r['fraction']:.0f} % | {r['limit_all']:.0f} | {100 * r['fraction_all']:.0f} % |")
     plot(rows, os.path.join(args.out, f"{stem}.png"), args.pipeline)
 
 
