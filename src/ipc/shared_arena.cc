@@ -27,6 +27,29 @@ std::string prefix() { return "joader-" + std::to_string(getuid()) + "-"; }
 // decides. An older kernel's EINVAL changes nothing.
 void advise_huge_pages(const void* data, uint64_t size) { madvise(const_cast<void*>(data), size, MADV_HUGEPAGE); }
 
+// See SharedArena::huge_page_bytes.
+uint64_t mapped_huge_bytes(const void* mapping) {
+  // smaps lists each mapping as a line "start-end perms ..." (addresses in hex) followed by lines
+  // "Field:   N kB" (field names are not hex digits throughout).
+  static constexpr std::string_view kField = "ShmemPmdMapped:";
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t start = reinterpret_cast<uintptr_t>(mapping);
+  std::string line;
+  bool mine = false;
+  while (std::getline(smaps, line)) {
+    const size_t dash = line.find('-');
+    const bool header = dash != std::string::npos && dash > 0 &&
+                         std::all_of(line.begin(), line.begin() + dash, [](unsigned char c) { return std::isxdigit(c); });
+    if (header) {
+      if (mine) return 0;  // past our mapping without the field (a kernel older than 4.8)
+      mine = std::strtoull(line.c_str(), nullptr, 16) == start;
+    } else if (mine && line.starts_with(kField)) {
+      return std::strtoull(line.c_str() + kField.size(), nullptr, 10) * 1024;
+    }
+  }
+  return 0;
+}
+
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
@@ -90,25 +113,7 @@ std::string arena_page_setting() {
 }
 
 uint64_t SharedArena::huge_page_bytes() const {
-  // smaps lists each mapping as a line "start-end perms ..." (addresses in hex) followed by lines
-  // "Field:   N kB" (field names are not hex digits throughout).
-  static constexpr std::string_view kField = "ShmemPmdMapped:";
-  std::ifstream smaps("/proc/self/smaps");
-  const uintptr_t start = reinterpret_cast<uintptr_t>(data_);
-  std::string line;
-  bool mine = false;
-  while (std::getline(smaps, line)) {
-    const size_t dash = line.find('-');
-    const bool mapping = dash != std::string::npos && dash > 0 &&
-                         std::all_of(line.begin(), line.begin() + dash, [](unsigned char c) { return std::isxdigit(c); });
-    if (mapping) {
-      if (mine) return 0;  // past our mapping without the field (a kernel older than 4.8)
-      mine = std::strtoull(line.c_str(), nullptr, 16) == start;
-    } else if (mine && line.starts_with(kField)) {
-      return std::strtoull(line.c_str() + kField.size(), nullptr, 10) * 1024;
-    }
-  }
-  return 0;
+  return populated_.load(std::memory_order_acquire) ? populated_huge_bytes_ : mapped_huge_bytes(data_);
 }
 
 void SharedArena::populate(const std::stop_token& stop) {
@@ -118,6 +123,9 @@ void SharedArena::populate(const std::stop_token& stop) {
     // EINVAL, and the pages are then mapped on first write as before.
     if (madvise(data_ + at, std::min(kChunk, size_ - at), MADV_POPULATE_WRITE) != 0) return;
   }
+  if (stop.stop_requested()) return;
+  populated_huge_bytes_ = mapped_huge_bytes(data_);  // every page is mapped: it stays as it is now
+  populated_.store(true, std::memory_order_release);
 }
 
 SharedArena::~SharedArena() {

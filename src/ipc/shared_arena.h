@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <stop_token>
@@ -29,8 +30,10 @@ class SharedArena {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
 
-  // Bytes of the arena this process has mapped in huge (2 MiB) pages now: the ShmemPmdMapped of
-  // its mapping in /proc/self/smaps (0 where that is unreadable). See "Huge pages" below.
+  // Bytes of the arena this process has mapped in huge (2 MiB) pages: the ShmemPmdMapped of its
+  // mapping in /proc/self/smaps (0 where that is unreadable). See "Huge pages" below. Read once
+  // the populate thread has mapped every page (reading smaps walks the whole mapping: ~30 ms for
+  // 8 GiB, too much for every status call), live until then or where populating is unsupported.
   uint64_t huge_page_bytes() const;
 
   // Unlinks arenas of this user left by daemons that no longer run (their pid is gone).
@@ -50,6 +53,8 @@ class SharedArena {
   std::string name_;
   uint64_t size_;
   uint8_t* data_ = nullptr;
+  uint64_t populated_huge_bytes_ = 0;  // written by the populate thread before populated_ is set
+  std::atomic<bool> populated_{false};
   std::jthread populate_;
 };
 

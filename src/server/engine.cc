@@ -163,7 +163,8 @@ void Engine::end_job(const std::string& name) {
 }
 
 v1::StatusReply Engine::status() {
-  // Read from /proc before taking the lock: the arena's mapping does not change under it.
+  // Before taking the lock: until the arena is populated this reads /proc (its mapping does not
+  // change under the lock anyway).
   const uint64_t huge_bytes = arena_.huge_page_bytes();
   const std::string pages = arena_page_setting();
   Lock lk(*this);

@@ -21,8 +21,9 @@ class Engine;
 // evictions_total, space_waits_total, split_items_total, skipped_items_total{dataset},
 // job_delivered_items_total{dataset,job}, job_wait_seconds_total{dataset,job}; gauges cache_bytes,
 // cache_capacity_bytes, cached_items, cached_blocks, arena_huge_page_bytes, pinned_bytes, jobs,
-// datasets, loader_threads, uptime_seconds, job_epoch{dataset,job}, job_items_per_second{dataset,job}, job_queued_items{dataset,job}; the
-// histogram load_seconds (time to read and prepare an item).
+// datasets, loader_threads, uptime_seconds, job_epoch{dataset,job},
+// job_items_per_second{dataset,job}, job_queued_items{dataset,job}; the histogram load_seconds
+// (time to read and prepare an item).
 std::string prometheus_text(const v1::StatusReply& status);
 
 // "PORT" (loopback), "HOST:PORT" or "[V6]:PORT" → host and port; throws std::invalid_argument.
