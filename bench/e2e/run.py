@@ -127,6 +127,21 @@ def run_baseline(root, jobs, pipeline="eval", epochs=1, prefetch=PREFETCH_FACTOR
 
 
 CACHE_SIZE = "512MiB"  # the daemon's --cache-size (--cache-size changes it)
+ARENA_WAIT = 120.0  # seconds to wait for the daemon's arena to be ready before the jobs start (--arena-wait)
+
+
+def wait_for_arena(daemon, timeout):
+    """Waits until the daemon reports its arena ready (every page mapped and touched by its
+    background thread, as in a daemon that has run for a while: docs/DAEMON.md, "Huge pages"), at
+    most `timeout` seconds; returns the seconds waited. 0: no wait, as a daemon just started."""
+    start = time.monotonic()
+    while timeout > 0 and not daemon.status().get("arena_ready", True):
+        if time.monotonic() - start > timeout:
+            print(f"  the daemon's arena was not ready after {timeout:.0f} s; starting the jobs anyway",
+                  file=sys.stderr)
+            break
+        time.sleep(0.05)
+    return time.monotonic() - start
 
 
 def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
@@ -138,6 +153,7 @@ def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):
     try:
         prep = ["--resize", "256", "--crop", "224"] if pipeline == "eval" else []  # train: decoded, own size
         daemon.cli("dataset", "add", "e2e", "--source", f"imagefolder:{root}", *prep)
+        wait_for_arena(daemon, ARENA_WAIT)
         env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
         cmds = [[PY, os.path.join(HERE, "job_joader.py"), "--socket", socket, "--batch-size", str(BATCH),
                  "--share", str(j["share"]), "--subset-seed", str(j["seed"]), "--sleep-ms", str(j["sleep"]),
@@ -217,7 +233,7 @@ def limit_ips(run, p, c, cores):
 
 
 def main():
-    global CACHE_SIZE
+    global CACHE_SIZE, ARENA_WAIT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=3)
@@ -242,8 +258,12 @@ def main():
                     help="only measure the baseline with each DataLoader prefetch_factor (k = 1 and k = 4, "
                          "--runs runs each, interleaved) and print the medians")
     ap.add_argument("--cache-size", default="512MiB", help="the daemon's --cache-size (default %(default)s)")
+    ap.add_argument("--arena-wait", type=float, default=ARENA_WAIT,
+                    help="seconds to wait, before each Joader run's jobs start, for the daemon to have touched "
+                         "every page of its arena, as one that has run a while has (0: do not wait, as a "
+                         "daemon just started; default %(default)s)")
     args = ap.parse_args()
-    CACHE_SIZE = args.cache_size
+    CACHE_SIZE, ARENA_WAIT = args.cache_size, args.arena_wait
     stem = {"eval": "e2e", "train": "e2e_train", "recipe": "e2e_recipe", "timm": "e2e_timm",
             "user": "e2e_user"}[args.pipeline] + (
         "_photos" if args.data == "photos" else "")

@@ -25,7 +25,10 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--pipeline", choices=["eval", "train"], default="eval")
     ap.add_argument("--scenario", default="b: k=4 identical")
+    ap.add_argument("--arena-wait", type=float, default=e2e.ARENA_WAIT,
+                    help="as run.py's (0: the jobs start as soon as the daemon serves)")
     args = ap.parse_args()
+    e2e.ARENA_WAIT = args.arena_wait
     build = os.path.abspath(args.build)
     root = os.path.join(build, "e2e-data")
     if not os.path.isdir(root):

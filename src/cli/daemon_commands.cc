@@ -259,6 +259,9 @@ void print_status(const v1::StatusReply& s, bool json, bool watching) {
     fmt::print("arena: in 4 KiB pages ({}; huge pages make a first epoch ~1.4x faster: docs/DAEMON.md, \"Huge pages\")\n",
                s.arena_pages());
   }
+  if (!s.arena_ready()) {
+    fmt::print("arena: still mapping its pages (from start-up; items written meanwhile load slower)\n");
+  }
   fmt::print("\n{:<20} {:>10} {:>8} {:>7}  {}\n", "dataset", "items", "jobs", "L/D", "prep");
   for (const auto& d : s.datasets()) {
     fmt::print("{:<20} {:>10} {:>8} {:>7}  {}\n", d.name(), d.items(), d.active_jobs(),

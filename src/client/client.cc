@@ -374,29 +374,50 @@ bool Job::next(Batch* out) {
   out->skipped.assign(b.skipped().begin(), b.skipped().end());
   out->items.clear();
   out->items.reserve(b.ids_size());
-  out->gathered.clear();
   const auto bad = [](const char* what) { return ClientError(grpc::StatusCode::INTERNAL, what); };
   const bool split = b.extent_counts_size() > 0;
   if (split && b.extent_counts_size() != b.ids_size()) throw bad("extent counts do not match the items");
+  // First which items are copied rather than read in place, and how many bytes that takes.
+  copied_.assign(static_cast<size_t>(b.ids_size()), false);
+  uint64_t copy_bytes = 0;
+  for (int i = 0; i < b.ids_size(); ++i) {
+    const uint32_t parts = split ? b.extent_counts(i) : 1;
+    if (parts <= 1 && b.offsets(i) + b.lengths(i) > arena_->size()) throw bad("item descriptor outside the arena");
+    copied_[i] = parts > 1 || arena_->reads().copy(b.offsets(i), b.lengths(i));
+    if (copied_[i]) copy_bytes += b.lengths(i);
+  }
+  if (copy_bytes > out->copies_capacity) {
+    out->copies = std::make_unique_for_overwrite<uint8_t[]>(copy_bytes);
+    out->copies_capacity = copy_bytes;
+  }
+  uint8_t* copy_to = out->copies.get();
   int extent = 0;
   for (int i = 0; i < b.ids_size(); ++i) {
     const uint32_t parts = split ? b.extent_counts(i) : 1;
     ItemView item{b.ids(i), b.labels(i), arena_->data() + b.offsets(i), b.lengths(i)};
-    if (parts <= 1 && b.offsets(i) + b.lengths(i) > arena_->size()) throw bad("item descriptor outside the arena");
     if (parts > 1) {  // copy the item's blocks together
-      std::vector<uint8_t>& bytes = out->gathered.emplace_back(item.size);
       uint64_t done = 0;
       for (uint32_t k = 0; k < parts; ++k, ++extent) {
         if (extent >= b.extent_offsets_size() || extent >= b.extent_lengths_size()) throw bad("missing extents");
         const uint64_t at = b.extent_offsets(extent), n = std::min(b.extent_lengths(extent), item.size - done);
         if (at + n > arena_->size()) throw bad("item extent outside the arena");
-        std::memcpy(bytes.data() + done, arena_->data() + at, n);
+        std::memcpy(copy_to + done, arena_->data() + at, n);
         done += n;
       }
       if (done != item.size) throw bad("item extents shorter than the item");
-      item.data = bytes.data();
     } else {
       extent += split ? 1 : 0;
+      if (copied_[i]) {
+        try {
+          arena_->copy(b.offsets(i), item.size, copy_to);
+        } catch (const std::runtime_error& e) {
+          throw ClientError(grpc::StatusCode::INTERNAL, e.what());
+        }
+      }
+    }
+    if (copied_[i]) {
+      item.data = copy_to;
+      copy_to += item.size;
     }
     if (i < b.widths_size() && i < b.heights_size()) {
       item.width = b.widths(i);

@@ -66,7 +66,7 @@ struct JobOptions {
 struct ItemView {
   uint32_t id;
   int64_t label;
-  const uint8_t* data;  // in the arena; valid until the batch is acknowledged
+  const uint8_t* data;  // in the arena or the Batch's copies; valid until the batch is acknowledged
   uint64_t size;
   uint32_t width = 0, height = 0;  // datasets stored at each image's own size: this image's size
 };
@@ -81,9 +81,12 @@ struct Batch {
   std::vector<ItemView> items;
   std::vector<uint32_t> skipped;  // items left out (on_error skip) since the previous batch
   double wait_seconds = 0;  // how long next() blocked for this batch; reported with its ack
-  // Items the daemon had to split between several arena blocks, gathered here (rare: items of
-  // different sizes fragmenting the arena); such items' views point into these.
-  std::vector<std::vector<uint8_t>> gathered;
+  // Items copied out of the arena rather than read in place, and such items' views point here:
+  // those the daemon split between several blocks (rare: items of different sizes fragmenting the
+  // arena), and those this process copies with pread while their pages are new to it (ArenaReads,
+  // src/ipc/arena_reads.h). Kept with the Batch: one reused for the next call needs no new memory.
+  std::unique_ptr<uint8_t[]> copies;
+  uint64_t copies_capacity = 0;
 };
 
 class ArenaView;
@@ -118,6 +121,7 @@ class Job {
   std::unique_ptr<Stream> stream_;
   v1::Registered registered_;
   std::shared_ptr<ArenaView> arena_;
+  std::vector<bool> copied_;  // next()'s: which of the batch's items it copies
   bool finished_ = false;
   double wait_seconds_ = 0;
 };

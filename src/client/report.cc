@@ -62,6 +62,7 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"cached_blocks", s.cached_blocks()},
           {"arena_huge_bytes", s.arena_huge_bytes()},
           {"arena_pages", s.arena_pages()},
+          {"arena_ready", s.arena_ready()},
           {"load_seconds",
            {{"bounds", std::vector<double>(s.load_seconds().bounds().begin(), s.load_seconds().bounds().end())},
             {"counts", std::vector<uint64_t>(s.load_seconds().counts().begin(), s.load_seconds().counts().end())},

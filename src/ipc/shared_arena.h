@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "ipc/arena_reads.h"
+
 namespace joader {
 
 class SharedArena {
@@ -33,21 +35,33 @@ class SharedArena {
   // Bytes of the arena this process has mapped in huge (2 MiB) pages: the ShmemPmdMapped of its
   // mapping in /proc/self/smaps (0 where that is unreadable). See "Huge pages" below. Read once
   // the populate thread has mapped every page (reading smaps walks the whole mapping: ~30 ms for
-  // 8 GiB, too much for every status call), live until then or where populating is unsupported.
+  // 8 GiB, too much for every status call), live until then.
   uint64_t huge_page_bytes() const;
+
+  // Whether the populate thread (below) has mapped and touched every page of the arena: until
+  // then the first write to a page it has not reached costs a fault (and, on some virtual
+  // machines, a trap into the hypervisor), inside the loads of the jobs that come first.
+  bool ready() const { return populated_.load(std::memory_order_acquire); }
 
   // Unlinks arenas of this user left by daemons that no longer run (their pid is gone).
   // Returns how many were removed.
   static int remove_stale();
 
  private:
-  // Maps every page of the arena into the daemon's page table, in 32 MiB steps, on a thread of its
-  // own started by the constructor (so that start-up does not wait for it; 512 MiB take ~0.2 s).
+  // Maps every page of the arena into the daemon's page table and then reads one byte of each, in
+  // 32 MiB steps, on a thread of its own started by the constructor (so that start-up does not
+  // wait for it: 512 MiB take ~0.2 s to map, ~0.7 s more to touch on this project's VM, 8 GiB ~11 s).
   // Otherwise the first write to each page of the arena faults, inside the first epoch: mapping
   // them ahead made 4 identical jobs' first epoch 1.13× faster (bench/e2e b k=4, 3 pairs; the
   // copy into the arena and the daemon's kernel time were 25 % of the CPU of that window). The
-  // clients' read-only views are not populated: that would cost each job ~0.2 s per 512 MiB of
-  // arena at start, seconds for large caches, and gained nothing beyond the daemon's populate.
+  // touch is for virtual machines whose hypervisor keeps its own copy of each process's page
+  // table and fills it on the first access to each page, mapped ahead or not: on this project's
+  // 2-vCPU VM that first write cost 5 µs per 4 KiB page (197 µs per 150 KB item against 7 µs once
+  // touched; bench/first_touch_bench.cc); on bare metal it costs a read of one line per page. The
+  // clients' read-only views are not populated or touched: a new process pays that first access
+  // again on its own mapping (~3 µs per page here), ahead or not, so doing it at registration would
+  // only move the cost to the job's start, for every page of the arena rather than the ones it reads;
+  // where it is a trap, clients copy items with pread instead (ArenaReads, src/ipc/arena_reads.h).
   void populate(const std::stop_token& stop);
 
   std::string name_;
@@ -72,19 +86,33 @@ class SharedArena {
 // "unknown" where /dev/shm is not found.
 std::string arena_page_setting();
 
-// A read-only mapping of a daemon's arena, for clients.
+// A read-only mapping of a daemon's arena, for clients, and how this process reads items from it
+// (in place, or copied with pread: see src/ipc/arena_reads.h).
 class ArenaView {
  public:
+  // Maps the arena and measures what a first read of one of its pages costs this process (over
+  // 64 pages at its end), which sets reads().copy_reads(): ArenaReads::kCopyReads where that is a
+  // trap, 0 where it is not. The environment variable JOADER_ARENA_COPY_READS (0-255), where set,
+  // decides instead (for measurements).
   ArenaView(const std::string& name, uint64_t size);
   ~ArenaView();
   ArenaView(const ArenaView&) = delete;
   ArenaView& operator=(const ArenaView&) = delete;
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // µs per page of this process's first reads, as measured at construction.
+  double first_read_micros() const { return first_read_micros_; }
+  ArenaReads& reads() { return reads_; }
+  // Copies [offset, offset + n) of the arena to dst with pread(2), not through this process's
+  // mapping. Throws std::runtime_error if that fails or the range is outside the arena.
+  void copy(uint64_t offset, uint64_t n, uint8_t* dst) const;
 
  private:
   uint64_t size_;
+  int fd_ = -1;
   const uint8_t* data_ = nullptr;
+  double first_read_micros_ = 0;
+  ArenaReads reads_;
 };
 
 }  // namespace joader

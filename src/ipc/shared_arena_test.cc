@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <regex>
+#include <thread>
 
 namespace joader {
 namespace {
@@ -27,6 +29,21 @@ TEST(SharedArenaTest, CountsTheBytesMappedInHugePagesAsTheMachineGivesThem) {
   }
   if (setting == "huge=within_size" || setting == "huge=always" || setting == "shmem_enabled=force") {
     EXPECT_GT(huge, 0u) << setting;
+  }
+}
+
+// The arena is usable at once: items written while the background thread still maps and touches
+// its pages keep their bytes (it only reads), and it reports ready once every page is done.
+TEST(SharedArenaTest, BecomesReadyInTheBackgroundKeepingWhatWasWrittenMeanwhile) {
+  SharedArena arena(uint64_t{64} << 20);
+  for (uint64_t at = 0; at < arena.size(); at += 4096) arena.data()[at] = static_cast<uint8_t>(at / 4096 % 251 + 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!arena.ready() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(arena.ready());
+  for (uint64_t at = 0; at < arena.size(); at += 4096) {
+    ASSERT_EQ(arena.data()[at], static_cast<uint8_t>(at / 4096 % 251 + 1)) << "page " << at / 4096;
   }
 }
 

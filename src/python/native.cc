@@ -236,7 +236,7 @@ class PyJob {
     const bool as_float = spec.as_float;
     const float* mean = spec.mean();
     const float* stdev = spec.stdev();
-    Batch b;
+    Batch& b = batch_;  // reused: its copies' memory (Batch::copies) is not new for every batch
     bool more;
     {
       GrpcCall in_grpc;
@@ -356,6 +356,7 @@ class PyJob {
 
  private:
   std::unique_ptr<Job> job_;
+  Batch batch_;
   std::array<uint32_t, 3> shape_;
   std::vector<AugmentOp> ops_;
   std::vector<uint32_t> skipped_;  // told by the daemon, not yet taken by take_skipped()

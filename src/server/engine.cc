@@ -167,10 +167,12 @@ v1::StatusReply Engine::status() {
   // change under the lock anyway).
   const uint64_t huge_bytes = arena_.huge_page_bytes();
   const std::string pages = arena_page_setting();
+  const bool ready = arena_.ready();
   Lock lk(*this);
   v1::StatusReply out = state_.status(now());
   out.set_arena_huge_bytes(huge_bytes);
   out.set_arena_pages(pages);
+  out.set_arena_ready(ready);
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
   return out;
