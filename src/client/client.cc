@@ -383,7 +383,7 @@ bool Job::next(Batch* out) {
   for (int i = 0; i < b.ids_size(); ++i) {
     const uint32_t parts = split ? b.extent_counts(i) : 1;
     if (parts <= 1 && b.offsets(i) + b.lengths(i) > arena_->size()) throw bad("item descriptor outside the arena");
-    copied_[i] = parts > 1 || arena_->reads().copy(b.offsets(i), b.lengths(i));
+    copied_[i] = parts > 1 || (copies_ && arena_->reads().copy(b.offsets(i), b.lengths(i)));
     if (copied_[i]) copy_bytes += b.lengths(i);
   }
   if (copy_bytes > out->copies_capacity) {

@@ -109,6 +109,12 @@ class Job {
   // Seconds spent waiting in next() for the batches acknowledged so far: is training waiting on data?
   double wait_seconds() const { return wait_seconds_; }
   const v1::Registered& registered() const { return registered_; }
+  // The arena this job reads from, for a caller that copies parts of items itself (set_copies).
+  ArenaView& arena() { return *arena_; }
+  // Whether next() copies the items whose pages are new to this process, where reading them in
+  // place would trap (ArenaReads, src/ipc/arena_reads.h); on by default. A caller that reads only
+  // a part of each item (an augmenting job's crop boxes) turns it off and copies that part.
+  void set_copies(bool on) { copies_ = on; }
   // Ends the job now (also done by the destructor), and returns once the daemon has released it
   // (its pins and its place in `status`), or after 0.5 s if the daemon does not answer (the call is
   // then cancelled; the daemon ends the job when it sees that).
@@ -122,6 +128,7 @@ class Job {
   v1::Registered registered_;
   std::shared_ptr<ArenaView> arena_;
   std::vector<bool> copied_;  // next()'s: which of the batch's items it copies
+  bool copies_ = true;
   bool finished_ = false;
   double wait_seconds_ = 0;
 };

@@ -81,6 +81,34 @@ def test_two_training_jobs_share_the_decode_with_independent_crops(client):
     assert sum(results["a"][(0, i)] == results["a"][(1, i)] for i in range(200)) < 10
 
 
+def batches_with_copy_reads(socket, copy_reads, **loader):
+    """{(epoch, item): bytes} of a Loader whose process reads the arena with
+    JOADER_ARENA_COPY_READS=copy_reads (read when the job maps the arena: a new Client maps it anew)."""
+    os.environ["JOADER_ARENA_COPY_READS"] = str(copy_reads)
+    try:
+        return crops_by_item(joader.Loader(client=joader.Client(socket), **loader))
+    finally:
+        del os.environ["JOADER_ARENA_COPY_READS"]
+
+
+# src/ipc/arena_reads.h: where a first read of a page would trap, a job copies items with pread
+# (a crop's rows only, for a pipeline starting with RandomResizedCrop) for the first reads of
+# each page, then reads in place. Whichever way, and on whatever machine, the bytes are the same.
+@pytest.mark.parametrize("copy_reads", [1, 255])
+def test_items_copied_out_of_the_arena_are_the_bytes_read_in_place(client, daemon, workdir, copy_reads):
+    root = os.path.join(workdir, "photos")
+    subprocess.run([sys.executable, PHOTOS, root, "--count", "16", "--min", "80", "--max", "400"], check=True,
+                   capture_output=True)
+    client.add_dataset("own", source=f"imagefolder:{root}")
+    client.add_dataset("crop", source=f"imagefolder:{root}", resize=64, crop=56)
+    for loader in ({"dataset": "own", "augment": TRAIN, "augment_seed": 3},  # the crop's rows copied
+                   {"dataset": "crop", "augment": TRAIN, "augment_seed": 3},
+                   {"dataset": "crop"}):  # whole items copied
+        in_place = batches_with_copy_reads(daemon.socket, 0, batch_size=5, epochs=3, **loader)
+        copied = batches_with_copy_reads(daemon.socket, copy_reads, batch_size=5, epochs=3, **loader)
+        assert len(in_place) == 48 and copied == in_place, loader
+
+
 def test_the_same_seed_gives_the_same_crops(client):
     client.add_dataset("train", source="synthetic:60:80x64")
     first = crops_by_item(joader.Loader("train", batch_size=7, epochs=2, client=client, augment=TRAIN,
