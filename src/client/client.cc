@@ -380,15 +380,25 @@ bool Job::next(Batch* out) {
   // First which items are copied rather than read in place, and how many bytes that takes.
   copied_.assign(static_cast<size_t>(b.ids_size()), false);
   uint64_t copy_bytes = 0;
+  const uint64_t size = arena_->size();
   for (int i = 0; i < b.ids_size(); ++i) {
     const uint32_t parts = split ? b.extent_counts(i) : 1;
-    if (parts <= 1 && b.offsets(i) + b.lengths(i) > arena_->size()) throw bad("item descriptor outside the arena");
+    if (b.lengths(i) > size || (parts <= 1 && b.offsets(i) > size - b.lengths(i))) {
+      throw bad("item descriptor outside the arena");
+    }
     copied_[i] = parts > 1 || (copies_ && arena_->reads().copy(b.offsets(i), b.lengths(i)));
     if (copied_[i]) copy_bytes += b.lengths(i);
   }
   if (copy_bytes > out->copies_capacity) {
     out->copies = std::make_unique_for_overwrite<uint8_t[]>(copy_bytes);
     out->copies_capacity = copy_bytes;
+  }
+  // Once copying has stopped (ArenaReads: every page read often enough), the buffer is given back;
+  // not at the first batch without copies, which may come between two with.
+  uncopied_batches_ = copy_bytes == 0 ? uncopied_batches_ + 1 : 0;
+  if (uncopied_batches_ >= 16 && out->copies_capacity > 0) {
+    out->copies.reset();
+    out->copies_capacity = 0;
   }
   uint8_t* copy_to = out->copies.get();
   int extent = 0;
@@ -400,7 +410,7 @@ bool Job::next(Batch* out) {
       for (uint32_t k = 0; k < parts; ++k, ++extent) {
         if (extent >= b.extent_offsets_size() || extent >= b.extent_lengths_size()) throw bad("missing extents");
         const uint64_t at = b.extent_offsets(extent), n = std::min(b.extent_lengths(extent), item.size - done);
-        if (at + n > arena_->size()) throw bad("item extent outside the arena");
+        if (at > size || n > size - at) throw bad("item extent outside the arena");
         std::memcpy(copy_to + done, arena_->data() + at, n);
         done += n;
       }

@@ -4,7 +4,7 @@
 //   joader::Client client;                                  // $JOADER_SOCKET or the default path
 //   auto job = client.open_job({.dataset = "imagenet", .batch_size = 256, .epochs = 90});
 //   joader::Batch b;
-//   while (job->next(&b)) { use(b.items); job->ack(b); }  // items point into the arena until ack
+//   while (job->next(&b)) { use(b.items); job->ack(b); }  // items valid until ack or the next next(&b)
 #pragma once
 
 #include <cstdint>
@@ -66,7 +66,9 @@ struct JobOptions {
 struct ItemView {
   uint32_t id;
   int64_t label;
-  const uint8_t* data;  // in the arena or the Batch's copies; valid until the batch is acknowledged
+  // In the arena or in the Batch's copies: valid until the batch is acknowledged, or the Batch is
+  // passed to next() again or destroyed, whichever comes first.
+  const uint8_t* data;
   uint64_t size;
   uint32_t width = 0, height = 0;  // datasets stored at each image's own size: this image's size
 };
@@ -129,6 +131,7 @@ class Job {
   std::shared_ptr<ArenaView> arena_;
   std::vector<bool> copied_;  // next()'s: which of the batch's items it copies
   bool copies_ = true;
+  uint32_t uncopied_batches_ = 0;  // batches in a row that next() copied nothing of
   bool finished_ = false;
   double wait_seconds_ = 0;
 };

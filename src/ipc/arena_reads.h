@@ -25,7 +25,9 @@
 // RandomResizedCrop copies only its box's rows instead (src/python/native.cc, crop_rows): a whole
 // 560 KB image copied for a crop of a third of it made training jobs no faster, the rows 1.31×.
 //
-// Thread-safe: jobs of one process share their arena's view and may read from several threads.
+// Thread-safe: the jobs of one Client share their arena's view (one mapping, one ArenaReads) and
+// may read from several threads. A page at the edge of two items is counted by both, so it may be
+// read in place (and trap) after fewer than copy_reads reads of its own: one page per item at most.
 // Counts are kept with relaxed atomics; two reads racing on one page may count once, which only
 // delays the switch to reading in place.
 #pragma once

@@ -211,9 +211,20 @@ ArenaView::ArenaView(const std::string& name, uint64_t size) : size_(size), read
     fail("cannot map the daemon's shared memory " + name);
   }
   data_ = static_cast<const uint8_t*>(p);
-  advise_huge_pages(data_, size_);  // the daemon's huge pages are mapped whole here too
-  first_read_micros_ = measure_first_reads(data_, size_);
-  reads_ = ArenaReads(size_, copy_reads_for(first_read_micros_));
+  try {
+    // A smaller object than the daemon announced would fault (SIGBUS) at the first read past its end.
+    struct stat st {};
+    if (fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) < size_) {
+      throw std::runtime_error("the daemon's shared memory " + name + " is smaller than announced");
+    }
+    advise_huge_pages(data_, size_);  // the daemon's huge pages are mapped whole here too
+    first_read_micros_ = measure_first_reads(data_, size_);
+    reads_ = ArenaReads(size_, copy_reads_for(first_read_micros_));
+  } catch (...) {
+    munmap(p, size_);
+    close(fd_);
+    throw;
+  }
 }
 
 ArenaView::~ArenaView() {

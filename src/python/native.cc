@@ -363,7 +363,7 @@ class PyJob {
 
  private:
   // For a pipeline that starts with RandomResizedCrop: the rows of `box` (which the crop reads, and
-  // nothing else) copied with pread into this thread's buffer where the process copies the item's
+  // nothing else) copied with pread into a buffer of this thread where the process copies the item's
   // pages (ArenaReads: ~3x less than the whole 500×375 image on average, and no trap), `box` then
   // counted from the copy's first row; else `img`, read in place. The same pixels either way.
   ImageView crop_rows(const ImageView& img, CropBox& box) {
@@ -375,11 +375,17 @@ class PyJob {
     const uint64_t first = static_cast<uint64_t>(img.rgb - arena.data()) + static_cast<uint64_t>(box.top) * img.stride;
     const uint64_t n = static_cast<uint64_t>(box.height) * img.stride;
     if (!arena.reads().copy(first, n)) return img;
-    thread_local std::vector<uint8_t> rows;
-    if (rows.size() < n) rows.resize(n);
-    arena.copy(first, n, rows.data());
+    // The calling thread's buffer lasts (one augmentation thread: every batch's); parallel_for's
+    // other threads are new for each batch, and so are theirs. Not zeroed: every byte is read over.
+    thread_local std::unique_ptr<uint8_t[]> rows;
+    thread_local uint64_t capacity = 0;
+    if (capacity < n) {
+      rows = std::make_unique_for_overwrite<uint8_t[]>(n);
+      capacity = n;
+    }
+    arena.copy(first, n, rows.get());
     box.top = 0;
-    return ImageView{rows.data(), img.width, static_cast<uint32_t>(box.height), img.stride};
+    return ImageView{rows.get(), img.width, static_cast<uint32_t>(box.height), img.stride};
   }
 
   std::unique_ptr<Job> job_;
