@@ -46,9 +46,7 @@ def main():
         daemon = Daemon(os.path.join(build, "joader"), tmp, name="cost", cache_size="512MiB", threads=2)
         try:
             client = joader.Client(daemon.socket)
-            deadline = time.monotonic() + 120
-            while not daemon.status().get("arena_ready", True) and time.monotonic() < deadline:
-                time.sleep(0.05)  # its populate thread's CPU is not a delivery's (docs/DAEMON.md, "First touches")
+            daemon.wait_arena_ready(120)  # its populate thread's CPU is not a delivery's
             client.add_dataset("cached", source=f"synthetic:{args.items}:256x256", crop=224)
             for _ in joader.Loader("cached", batch_size=64, client=client):  # loads every item once
                 pass

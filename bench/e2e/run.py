@@ -132,16 +132,10 @@ ARENA_WAIT = 120.0  # seconds to wait for the daemon's arena to be ready before 
 
 def wait_for_arena(daemon, timeout):
     """Waits until the daemon reports its arena ready (every page mapped and touched by its
-    background thread, as in a daemon that has run for a while: docs/DAEMON.md, "Huge pages"), at
-    most `timeout` seconds; returns the seconds waited. 0: no wait, as a daemon just started."""
-    start = time.monotonic()
-    while timeout > 0 and not daemon.status().get("arena_ready", True):
-        if time.monotonic() - start > timeout:
-            print(f"  the daemon's arena was not ready after {timeout:.0f} s; starting the jobs anyway",
-                  file=sys.stderr)
-            break
-        time.sleep(0.05)
-    return time.monotonic() - start
+    background thread, as in a daemon that has run for a while: docs/DAEMON.md, "First touches"), at
+    most `timeout` seconds. 0: no wait, as a daemon just started."""
+    if timeout > 0 and not daemon.wait_arena_ready(timeout):
+        print(f"  the daemon's arena was not ready after {timeout:.0f} s; starting the jobs anyway", file=sys.stderr)
 
 
 def run_joader(build, root, jobs, tmp, pipeline="eval", epochs=1):

@@ -62,6 +62,17 @@ class Daemon:
         """`joader status --json` as a dict."""
         return json.loads(self.cli("status", "--json").stdout)
 
+    def wait_arena_ready(self, timeout):
+        """Waits up to `timeout` seconds for the daemon to report its arena ready (`arena_ready`: its
+        background thread has mapped and touched every page, docs/DAEMON.md "First touches"); True
+        once it is (also from a daemon too old to report it), False after the timeout."""
+        deadline = time.monotonic() + timeout
+        while not self.status().get("arena_ready", True):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def stop(self, sig=signal.SIGTERM, timeout=10):
         """Sends sig (SIGTERM: a clean stop) and waits, killing it after timeout; returns the exit status."""
         if self.proc.poll() is None:
