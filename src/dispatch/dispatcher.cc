@@ -106,6 +106,7 @@ void Dispatcher::set_window(JobKey key, Job& j, uint32_t batches) {
   reserved_ -= reservation(j);
   j.window_batches = batches;
   reserved_ += reservation(j);
+  j.horizon = std::max(j.horizon, window_of(j));  // a horizon is at least the window
   if (std::find(window_changes_.begin(), window_changes_.end(), key) == window_changes_.end()) {
     window_changes_.push_back(key);
   }
@@ -184,9 +185,10 @@ bool Dispatcher::may_overrun(const Job& j) { return j.waiting && j.queued < j.ho
 bool Dispatcher::can_take(const Job& j, uint64_t admitted) const {
   const uint64_t b = j.config.batch;
   if (j.stopped) return false;
-  if (is_full(j)) return may_overrun(j);  // beyond the horizon, hence the window: reserves nothing
+  if (is_full(j) && !may_overrun(j)) return false;
   // Starting a new batch of the window reserves a whole batch, on top of what is reserved and of
-  // the batches that jobs admitted earlier in the same round are starting; plan items take none.
+  // the batches that jobs admitted earlier in the same round are starting, whatever lets the job
+  // take the item (its credit, a catch-up, or waiting on loads); plan items take none.
   return j.queued >= window_of(j) || j.queued % b != 0 ||
          reserved_ + admitted + next_batch_bytes(j) <= capacity_;
 }

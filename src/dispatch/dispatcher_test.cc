@@ -377,6 +377,33 @@ TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAnd
   EXPECT_EQ(d.take_window_changes(), std::vector<Key>{1});
 }
 
+// Found by the daemon's invariant check under TSan (reservations 72 MB in a 48 MB arena): a
+// window that grew back left its job's horizon at the shrunk size, and a job that is full and
+// waits on loads joins rounds without reserving ("Supply"): it started a batch of its window
+// that did not fit.
+TEST(Dispatcher, AWindowGrownBackReservesEveryBatchItStartsEvenForAJobWaitingOnLoads) {
+  Dispatcher d(850, 0.0, at_once());
+  const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
+  d.add_job(1, config(0, 4, 2, 100), 0.0);
+  d.decided(1, 8);
+  d.delivered(1, 4);
+  d.add_job(2, config(1, 1, 2, 100), 0.5);
+  EXPECT_EQ(decide_all(d, 1.0, key_of), (std::map<Key, int>{{2, 1}})) << "job 1's window shrank for it";
+  ASSERT_EQ(d.window(1), 4u);
+  decide_all(d, 1.1, key_of);
+  d.acknowledged(1, 4, 1.2);  // job 1's consumer is back; its next batch waits on loads
+  d.set_waiting(1, true);
+  d.acknowledged(2, 1, 1.2);
+  decide_all(d, 1.3, key_of);  // job 2 catches up; job 1 follows its round
+  EXPECT_EQ(d.window(1), 8u) << "grown back";
+  EXPECT_LE(d.reserved_bytes(), d.capacity());
+  EXPECT_LE(d.queued(1), 4u) << "a second batch of 400 bytes does not fit beside job 2's";
+  for (double t = 1.4; t < 3.0; t += 0.1) {
+    decide_all(d, t, key_of);
+    ASSERT_LE(d.reserved_bytes(), d.capacity()) << "at " << t;
+  }
+}
+
 TEST(Dispatcher, AStarvingJobGetsTheRoomConsumersFreeFirstAndIsReportedOnlyIfNoneComes) {
   Dispatcher d(800, 0.0, at_once());
   const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
