@@ -21,9 +21,12 @@
 // place from the start, once, and then reads in place for good. (Copying only a page's first read
 // was measured and rejected: it moves the trap into the second epoch — 4× slower there, 2.53 s
 // against 2.37 s for two epochs.) Where the first read is cheap, copy_reads is 0 and every item
-// is read in place. Job::next copies whole items; an augmenting job whose pipeline starts with
-// RandomResizedCrop copies only its box's rows instead (src/python/native.cc, crop_rows): a whole
-// 560 KB image copied for a crop of a third of it made training jobs no faster, the rows 1.31×.
+// is read in place. Job::next copies whole items into the Batch; the Python binding instead copies
+// each item as it writes it into the batch array (src/python/native.cc, readable: straight into
+// its slot, or through a buffer that stays in the core's cache; 1.09× four evaluation jobs' first
+// epoch together with reused batch arrays), and only the box's rows for a pipeline starting with
+// RandomResizedCrop (crop_rows): a whole 560 KB image copied for a crop of a third of it made
+// training jobs no faster, the rows 1.31×.
 //
 // Thread-safe: the jobs of one Client share their arena's view (one mapping, one ArenaReads) and
 // may read from several threads. A page at the edge of two items is counted by both, so it may be

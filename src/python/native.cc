@@ -208,10 +208,12 @@ class PyJob {
     const v1::Registered& r = job_->registered();
     shape_ = {r.height(), r.width(), r.channels()};
     if (!ops_.empty()) out_size_ = pipeline_output_size(ops_);
-    // A pipeline that starts with RandomResizedCrop reads only its box's rows: where the job copies
-    // items new to it (ArenaReads), it copies those rows, not the whole image (see crop_rows).
+    // Where the job copies items new to it (ArenaReads), it copies each item as it writes it into
+    // the batch (readable), not the whole batch first in next(): the copy is then read from this
+    // core's cache, or lands in its final place; a pipeline that starts with RandomResizedCrop
+    // copies only its box's rows (crop_rows).
     crop_first_ = !ops_.empty() && ops_[0].kind == AugmentOp::kRandomResizedCrop;
-    if (crop_first_) job_->set_copies(false);
+    job_->set_copies(false);
   }
 
   py::dict info() const {
@@ -262,7 +264,7 @@ class PyJob {
       const py::ssize_t S = out_size_;
       const std::vector<py::ssize_t> shape = chw ? std::vector<py::ssize_t>{n, 3, S, S}
                                                  : std::vector<py::ssize_t>{n, S, S, 3};
-      py::array array = as_float ? py::array(py::array_t<float>(shape)) : py::array(py::array_t<uint8_t>(shape));
+      py::array array = batch_array(shape, as_float);
       uint8_t* dst = static_cast<uint8_t*>(array.mutable_data());
       float* dst_float = static_cast<float*>(array.mutable_data());
       std::string failure;
@@ -310,7 +312,9 @@ class PyJob {
       py::list items;
       for (const ItemView& it : b.items) {
         py::array_t<uint8_t> a({py::ssize_t(it.height), py::ssize_t(it.width), py::ssize_t(3)});
-        std::memcpy(a.mutable_data(), it.data, it.size);
+        if (const uint8_t* src = readable(it.data, it.size, a.mutable_data()); src != a.data()) {
+          std::memcpy(a.mutable_data(), src, it.size);
+        }
         items.append(std::move(a));
       }
       job_->ack(b);
@@ -322,7 +326,7 @@ class PyJob {
       const bool floats = as_float && c == 3;
       const std::vector<py::ssize_t> shape = planes ? std::vector<py::ssize_t>{n, c, h, w}
                                                     : std::vector<py::ssize_t>{n, h, w, c};
-      py::array array = floats ? py::array(py::array_t<float>(shape)) : py::array(py::array_t<uint8_t>(shape));
+      py::array array = batch_array(shape, floats);
       uint8_t* dst = static_cast<uint8_t*>(array.mutable_data());
       float* dst_float = static_cast<float*>(array.mutable_data());
       {
@@ -330,15 +334,15 @@ class PyJob {
         for (const ItemView& it : b.items) {
           if (it.size != item_bytes) throw ClientError(grpc::StatusCode::INTERNAL, "item size does not match the dataset's shape");
           if (floats) {
-            to_float(it.data, size_t{h} * w, chw, mean, stdev, dst_float);
+            to_float(readable(it.data, it.size), size_t{h} * w, chw, mean, stdev, dst_float);
             if (erase) random_erasing(dst_float, w, h, chw, *erase, seed_, b.epoch, it.id);
             dst_float += it.size;
             continue;
           }
           if (planes) {
-            hwc_to_chw(it.data, size_t{h} * w, dst);  // one pass from the arena, no HWC copy to permute
-          } else {
-            std::memcpy(dst, it.data, it.size);
+            hwc_to_chw(readable(it.data, it.size), size_t{h} * w, dst);  // one pass, no HWC copy to permute
+          } else if (const uint8_t* src = readable(it.data, it.size, dst); src != dst) {
+            std::memcpy(dst, src, it.size);
           }
           dst += it.size;
         }
@@ -347,7 +351,9 @@ class PyJob {
       data = std::move(array);
     } else {  // raw bytes: one bytes object per item
       py::list items;
-      for (const ItemView& it : b.items) items.append(py::bytes(reinterpret_cast<const char*>(it.data), it.size));
+      for (const ItemView& it : b.items) {
+        items.append(py::bytes(reinterpret_cast<const char*>(readable(it.data, it.size)), it.size));
+      }
       job_->ack(b);
       data = std::move(items);
     }
@@ -375,21 +381,71 @@ class PyJob {
     const uint64_t first = static_cast<uint64_t>(img.rgb - arena.data()) + static_cast<uint64_t>(box.top) * img.stride;
     const uint64_t n = static_cast<uint64_t>(box.height) * img.stride;
     if (!arena.reads().copy(first, n)) return img;
-    // The calling thread's buffer lasts (one augmentation thread: every batch's); parallel_for's
-    // other threads are new for each batch, and so are theirs. Not zeroed: every byte is read over.
-    thread_local std::unique_ptr<uint8_t[]> rows;
+    uint8_t* rows = thread_buffer(n);
+    arena.copy(first, n, rows);
+    box.top = 0;
+    return ImageView{rows, img.width, static_cast<uint32_t>(box.height), img.stride};
+  }
+
+  // The n bytes of an item at `data` to read from: in place, or, where this process copies the
+  // pages new to it (ArenaReads), copied with pread into `into` (the caller's destination, when it
+  // has one of n bytes) or else into the calling thread's buffer. Items next() copied already
+  // (split between blocks) are read where they are.
+  const uint8_t* readable(const uint8_t* data, uint64_t n, uint8_t* into = nullptr) {
+    ArenaView& arena = job_->arena();
+    if (arena.reads().copy_reads() == 0 || data < arena.data() || data >= arena.data() + arena.size()) return data;
+    const auto offset = static_cast<uint64_t>(data - arena.data());
+    if (!arena.reads().copy(offset, n)) return data;
+    if (into == nullptr) into = thread_buffer(n);
+    arena.copy(offset, n, into);
+    return into;
+  }
+
+  // A buffer of at least n bytes of the calling thread, not zeroed (its readers read only what was
+  // written into it). It lasts, so the thread that calls next() (and every batch's single
+  // augmentation thread) reuses its pages; parallel_for's other threads are new for each batch.
+  static uint8_t* thread_buffer(uint64_t n) {
+    thread_local std::unique_ptr<uint8_t[]> buffer;
     thread_local uint64_t capacity = 0;
     if (capacity < n) {
-      rows = std::make_unique_for_overwrite<uint8_t[]>(n);
+      buffer = std::make_unique_for_overwrite<uint8_t[]>(n);
       capacity = n;
     }
-    arena.copy(first, n, rows.get());
-    box.top = 0;
-    return ImageView{rows.get(), img.width, static_cast<uint32_t>(box.height), img.stride};
+    return buffer.get();
   }
+
+  // An array for a batch: one of the last kPooled this job made, of that shape and type, that
+  // nobody holds any more (the training loop dropped its tensors: a NumPy array's memory is
+  // referenced only through it, and torch.from_numpy holds it), else a new one. A new batch-sized
+  // array is new memory each time (NumPy maps it afresh, zeroed, page by page, and hands it back
+  // when freed): about 2 % of four evaluation jobs' time here. Every byte is written over.
+  py::array batch_array(const std::vector<py::ssize_t>& shape, bool floats) {
+    const py::dtype type = floats ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
+    const auto fits = [&](const py::array& a) {
+      return a.ref_count() == 1 && a.dtype().is(type) &&
+             std::equal(shape.begin(), shape.end(), a.shape(), a.shape() + a.ndim());
+    };
+    for (const py::array& a : pooled_) {
+      if (fits(a)) return a;
+    }
+    py::array made = floats ? py::array(py::array_t<float>(shape)) : py::array(py::array_t<uint8_t>(shape));
+    if (pooled_.size() < kPooled) {
+      pooled_.push_back(made);
+    } else {  // in place of one nobody holds (another shape: an epoch's last batch), else the oldest
+      auto free = std::find_if(pooled_.begin(), pooled_.end(), [](const py::array& a) { return a.ref_count() == 1; });
+      pooled_.erase(free != pooled_.end() ? free : pooled_.begin());
+      pooled_.push_back(made);
+    }
+    return made;
+  }
+
+  // A training loop holds its last batch while it asks for the next (and the loader's generator
+  // its Batch): three cover that with one to spare.
+  static constexpr size_t kPooled = 3;
 
   std::unique_ptr<Job> job_;
   Batch batch_;
+  std::vector<py::array> pooled_;
   std::array<uint32_t, 3> shape_;
   std::vector<AugmentOp> ops_;
   std::vector<uint32_t> skipped_;  // told by the daemon, not yet taken by take_skipped()

@@ -32,7 +32,7 @@ def crops_by_item(loader):
     for batch in loader:
         for item, image in zip(batch.indices.tolist(), batch.data):
             assert (batch.epoch, item) not in out
-            out[(batch.epoch, item)] = image.tobytes()
+            out[(batch.epoch, item)] = image if isinstance(image, bytes) else image.tobytes()
     return out
 
 
@@ -101,12 +101,37 @@ def test_items_copied_out_of_the_arena_are_the_bytes_read_in_place(client, daemo
                    capture_output=True)
     client.add_dataset("own", source=f"imagefolder:{root}")
     client.add_dataset("crop", source=f"imagefolder:{root}", resize=64, crop=56)
+    client.add_dataset("raw", source=f"imagefolder:{root}", raw=True)
     for loader in ({"dataset": "own", "augment": TRAIN, "augment_seed": 3},  # the crop's rows copied
                    {"dataset": "crop", "augment": TRAIN, "augment_seed": 3},
-                   {"dataset": "crop"}):  # whole items copied
+                   {"dataset": "crop"},  # whole items copied straight into the batch
+                   {"dataset": "crop", "layout": "NCHW"},  # copied, then permuted into the batch
+                   {"dataset": "own"},  # copied into each image's array
+                   {"dataset": "raw"}):
         in_place = batches_with_copy_reads(daemon.socket, 0, batch_size=5, epochs=3, **loader)
         copied = batches_with_copy_reads(daemon.socket, copy_reads, batch_size=5, epochs=3, **loader)
         assert len(in_place) == 48 and copied == in_place, loader
+
+
+# src/python/native.cc, batch_array: a job writes a batch into the array of an earlier one that
+# nobody holds any more (new memory for every batch cost page faults), never into one still held.
+def test_a_batch_array_is_written_again_only_once_nobody_holds_it(client):
+    client.add_dataset("synth", source="synthetic:40:24x20", crop=16)
+    loader = {"batch_size": 4, "epochs": 3, "client": client}
+    expected = {item: image for (epoch, item), image in crops_by_item(joader.Loader("synth", **loader)).items()}
+    held = list(joader.Loader("synth", **loader))  # every batch kept: none may change under it
+    assert len({b.data.ctypes.data for b in held}) == len(held) == 30
+    for b in held:
+        assert [image.tobytes() for image in b.data] == [expected[i] for i in b.indices.tolist()]
+    for layout, dtype in (("NCHW", torch.uint8), ("NHWC", torch.float32)):
+        kept, buffers = [], set()
+        with joader.torch.DataLoader("synth", layout=layout, dtype=dtype, **loader) as dl:
+            for n, (images, labels) in enumerate(x for _ in range(3) for x in dl):
+                buffers.add(images.data_ptr())
+                if n % 5 == 0:
+                    kept.append((images, images.clone()))  # held by the loop: never written again
+        assert len(buffers) <= 3 + len(kept), "dropped batches' arrays are reused"
+        assert all(torch.equal(images, copy) for images, copy in kept)
 
 
 def test_the_same_seed_gives_the_same_crops(client):
