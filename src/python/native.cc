@@ -274,8 +274,8 @@ class PyJob {
           parallel_for(b.items.size(), threads_, [&](size_t i) {
             const ItemView& it = b.items[i];
             try {
-              ImageView img;  // read in place, in the arena
-              img.rgb = it.data;
+              ImageView img;  // read in place, or copied (readable); only the crop's rows for crop_rows
+              img.rgb = crop_first_ ? it.data : readable(it.data, it.size);
               img.width = it.width != 0 ? it.width : shape_[1];
               img.height = it.height != 0 ? it.height : shape_[0];
               img.stride = size_t{img.width} * 3;
@@ -397,7 +397,11 @@ class PyJob {
     const auto offset = static_cast<uint64_t>(data - arena.data());
     if (!arena.reads().copy(offset, n)) return data;
     if (into == nullptr) into = thread_buffer(n);
-    arena.copy(offset, n, into);
+    try {
+      arena.copy(offset, n, into);
+    } catch (const std::runtime_error& e) {
+      throw ClientError(grpc::StatusCode::INTERNAL, e.what());  // as next() reported its copies' failures
+    }
     return into;
   }
 
@@ -421,8 +425,8 @@ class PyJob {
   // when freed): about 2 % of four evaluation jobs' time here. Every byte is written over.
   py::array batch_array(const std::vector<py::ssize_t>& shape, bool floats) {
     const py::dtype type = floats ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
-    const auto fits = [&](const py::array& a) {
-      return a.ref_count() == 1 && a.dtype().is(type) &&
+    const auto fits = [&](const py::array& a) {  // unreferenced, and as made (a loop may change flags)
+      return a.ref_count() == 1 && a.dtype().equal(type) && a.writeable() && (a.flags() & py::array::c_style) &&
              std::equal(shape.begin(), shape.end(), a.shape(), a.shape() + a.ndim());
     };
     for (const py::array& a : pooled_) {
