@@ -312,9 +312,7 @@ class PyJob {
       py::list items;
       for (const ItemView& it : b.items) {
         py::array_t<uint8_t> a({py::ssize_t(it.height), py::ssize_t(it.width), py::ssize_t(3)});
-        if (const uint8_t* src = readable(it.data, it.size, a.mutable_data()); src != a.data()) {
-          std::memcpy(a.mutable_data(), src, it.size);
-        }
+        copy_out(it.data, it.size, a.mutable_data());
         items.append(std::move(a));
       }
       job_->ack(b);
@@ -341,8 +339,8 @@ class PyJob {
           }
           if (planes) {
             hwc_to_chw(readable(it.data, it.size), size_t{h} * w, dst);  // one pass, no HWC copy to permute
-          } else if (const uint8_t* src = readable(it.data, it.size, dst); src != dst) {
-            std::memcpy(dst, src, it.size);
+          } else {
+            copy_out(it.data, it.size, dst);
           }
           dst += it.size;
         }
@@ -373,36 +371,51 @@ class PyJob {
   // pages (ArenaReads: ~3x less than the whole 500×375 image on average, and no trap), `box` then
   // counted from the copy's first row; else `img`, read in place. The same pixels either way.
   ImageView crop_rows(const ImageView& img, CropBox& box) {
-    ArenaView& arena = job_->arena();
-    if (arena.reads().copy_reads() == 0 || img.rgb < arena.data() || img.rgb >= arena.data() + arena.size()) {
-      return img;  // no copies here, or an item next() copied already (split between blocks)
-    }
     if (box.top < 0 || box.height <= 0 || box.top + box.height > int64_t{img.height}) return img;  // box_of refuses it
-    const uint64_t first = static_cast<uint64_t>(img.rgb - arena.data()) + static_cast<uint64_t>(box.top) * img.stride;
-    const uint64_t n = static_cast<uint64_t>(box.height) * img.stride;
-    if (!arena.reads().copy(first, n)) return img;
-    uint8_t* rows = thread_buffer(n);
-    arena.copy(first, n, rows);
+    const uint8_t* first = img.rgb + static_cast<uint64_t>(box.top) * img.stride;
+    const uint8_t* rows = readable(first, static_cast<uint64_t>(box.height) * img.stride);
+    if (rows == first) return img;
     box.top = 0;
     return ImageView{rows, img.width, static_cast<uint32_t>(box.height), img.stride};
   }
 
   // The n bytes of an item at `data` to read from: in place, or, where this process copies the
-  // pages new to it (ArenaReads), copied with pread into `into` (the caller's destination, when it
-  // has one of n bytes) or else into the calling thread's buffer. Items next() copied already
-  // (split between blocks) are read where they are.
-  const uint8_t* readable(const uint8_t* data, uint64_t n, uint8_t* into = nullptr) {
+  // pages new to it (ArenaReads), a copy in the calling thread's buffer.
+  const uint8_t* readable(const uint8_t* data, uint64_t n) {
+    uint64_t offset;
+    if (!copies(data, n, &offset)) return data;
+    uint8_t* buffer = thread_buffer(n);
+    copy(offset, n, buffer);
+    return buffer;
+  }
+
+  // The n bytes of an item at `data` written to `dst`: copied with pread where this process copies
+  // the pages new to it (ArenaReads), else from its own mapping.
+  void copy_out(const uint8_t* data, uint64_t n, uint8_t* dst) {
+    uint64_t offset;
+    if (copies(data, n, &offset)) {
+      copy(offset, n, dst);
+    } else {
+      std::memcpy(dst, data, n);
+    }
+  }
+
+  // Whether the n bytes at `data` are to be copied rather than read in place (counting this read,
+  // ArenaReads::copy), and where they are in the arena. Items next() copied already (split between
+  // blocks) are outside it: read where they are.
+  bool copies(const uint8_t* data, uint64_t n, uint64_t* offset) {
     ArenaView& arena = job_->arena();
-    if (arena.reads().copy_reads() == 0 || data < arena.data() || data >= arena.data() + arena.size()) return data;
-    const auto offset = static_cast<uint64_t>(data - arena.data());
-    if (!arena.reads().copy(offset, n)) return data;
-    if (into == nullptr) into = thread_buffer(n);
+    if (arena.reads().copy_reads() == 0 || data < arena.data() || data >= arena.data() + arena.size()) return false;
+    *offset = static_cast<uint64_t>(data - arena.data());
+    return arena.reads().copy(*offset, n);
+  }
+
+  void copy(uint64_t offset, uint64_t n, uint8_t* dst) {
     try {
-      arena.copy(offset, n, into);
+      job_->arena().copy(offset, n, dst);
     } catch (const std::runtime_error& e) {
       throw ClientError(grpc::StatusCode::INTERNAL, e.what());  // as next() reported its copies' failures
     }
-    return into;
   }
 
   // A buffer of at least n bytes of the calling thread, not zeroed (its readers read only what was
