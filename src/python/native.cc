@@ -310,12 +310,13 @@ class PyJob {
       data = std::move(array);
     } else if (shape_[0] == 0 && shape_[2] == 3) {  // decoded at each image's own size: one array each
       py::list items;
+      std::vector<uint8_t*> dst;
       for (const ItemView& it : b.items) {
         py::array_t<uint8_t> a({py::ssize_t(it.height), py::ssize_t(it.width), py::ssize_t(3)});
-        copy_out(it.data, it.size, a.mutable_data());
+        dst.push_back(a.mutable_data());
         items.append(std::move(a));
       }
-      job_->ack(b);
+      copy_and_ack(b, dst);
       data = std::move(items);
     } else if (shape_[0] != 0) {
       const uint64_t item_bytes = uint64_t{shape_[0]} * shape_[1] * shape_[2];
@@ -349,10 +350,15 @@ class PyJob {
       data = std::move(array);
     } else {  // raw bytes: one bytes object per item
       py::list items;
+      std::vector<uint8_t*> dst;
       for (const ItemView& it : b.items) {
-        items.append(py::bytes(reinterpret_cast<const char*>(readable(it.data, it.size)), it.size));
+        // Made empty and filled below, without the GIL: nobody else can see it before it is returned.
+        py::bytes bytes = py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(nullptr, py::ssize_t(it.size)));
+        if (!bytes) throw py::error_already_set();
+        dst.push_back(reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(bytes.ptr())));
+        items.append(std::move(bytes));
       }
-      job_->ack(b);
+      copy_and_ack(b, dst);
       data = std::move(items);
     }
     return py::make_tuple(b.epoch, b.last_of_epoch, ids, labels, data);
@@ -377,6 +383,14 @@ class PyJob {
     if (rows == first) return img;
     box.top = 0;
     return ImageView{rows, img.width, static_cast<uint32_t>(box.height), img.stride};
+  }
+
+  // Each item of the batch copied into its destination, and the batch acknowledged, without the GIL
+  // (other Python threads run meanwhile; the ack is a call into gRPC).
+  void copy_and_ack(const Batch& b, const std::vector<uint8_t*>& dst) {
+    GrpcCall in_grpc;
+    for (size_t i = 0; i < b.items.size(); ++i) copy_out(b.items[i].data, b.items[i].size, dst[i]);
+    job_->ack(b);
   }
 
   // The n bytes of an item at `data` to read from: in place, or, where this process copies the

@@ -58,7 +58,10 @@ def test_derived_dataset_names_are_the_same_in_every_process_and_name_the_prep(w
 
 
 WAITER = """
-import sys, time
+import signal, sys, time
+# Ctrl-C as in a terminal, also when make test runs in the background (where SIGINT is ignored
+# and Python then installs no KeyboardInterrupt handler).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {build!r})
 import joader
 client = joader.Client({socket!r})
