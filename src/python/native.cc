@@ -352,7 +352,7 @@ class PyJob {
       py::list items;
       std::vector<uint8_t*> dst;
       for (const ItemView& it : b.items) {
-        // Made empty and filled below, without the GIL: nobody else can see it before it is returned.
+        // Made uninitialised and filled below, without the GIL: nobody else holds it before it is returned.
         py::bytes bytes = py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(nullptr, py::ssize_t(it.size)));
         if (!bytes) throw py::error_already_set();
         dst.push_back(reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(bytes.ptr())));
