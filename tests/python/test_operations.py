@@ -133,6 +133,15 @@ def run_top_in_a_terminal(daemon, key=None, sig=None):
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         pytest.fail("joader top did not exit")
+    # What it wrote just before exiting (the cursor given back) may still wait in the terminal.
+    while select.select([fd], [], [], 0.1)[0]:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # EIO: everything was read and the other side is closed
+            break
+        if not data:
+            break
+        screen += data
     os.close(fd)
     return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
 
