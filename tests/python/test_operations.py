@@ -102,6 +102,17 @@ def test_metrics_are_off_by_default_and_a_bad_address_is_refused(workdir):
         daemon.stop()
 
 
+def read_terminal(fd, timeout):
+    """What the program on the terminal's other side wrote, waiting up to `timeout` s for some (b""
+    if nothing came); None once it is closed and everything was read (EIO)."""
+    if not select.select([fd], [], [], timeout)[0]:
+        return b""
+    try:
+        return os.read(fd, 65536)
+    except OSError:
+        return None
+
+
 def run_top_in_a_terminal(daemon, key=None, sig=None):
     """Runs `joader top` under a pseudo-terminal until it has drawn twice, then presses `key` or
     sends `sig`; returns (exit status, everything it drew)."""
@@ -110,11 +121,10 @@ def run_top_in_a_terminal(daemon, key=None, sig=None):
         os.execv(JOADER, [JOADER, "top", "--socket", daemon.socket, "--interval", "0.2"])
     screen, deadline = b"", time.monotonic() + 20
     while screen.count(b"joader top") < 2 and time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.5)[0]:
-            try:
-                screen += os.read(fd, 65536)
-            except OSError:
-                break
+        data = read_terminal(fd, 0.5)
+        if data is None:
+            break
+        screen += data
     if key is not None:
         os.write(fd, key)
     else:
@@ -124,23 +134,13 @@ def run_top_in_a_terminal(daemon, key=None, sig=None):
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
-        if select.select([fd], [], [], 0.1)[0]:
-            try:
-                screen += os.read(fd, 65536)
-            except OSError:
-                pass
+        screen += read_terminal(fd, 0.1) or b""
     else:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         pytest.fail("joader top did not exit")
     # What it wrote just before exiting (the cursor given back) may still wait in the terminal.
-    while select.select([fd], [], [], 0.1)[0]:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:  # EIO: everything was read and the other side is closed
-            break
-        if not data:
-            break
+    while data := read_terminal(fd, 0.1):
         screen += data
     os.close(fd)
     return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
