@@ -314,7 +314,9 @@ class Loader:
                     raise error(NOT_FOUND, f"the daemon at {socket} came back without dataset '{self.dataset}' "
                                            f"(was it started with --state none?): add it again, then resume "
                                            f"with this loader's state_dict() as state=") from lost
-                if e.code != UNAVAILABLE or time.monotonic() > deadline:
+                if e.code != UNAVAILABLE:
+                    raise  # e.g. refused: the socket's new listener is not one this user can trust
+                if time.monotonic() > deadline:
                     raise error(UNAVAILABLE, f"job {self.name}: the daemon at {socket} did not come back within "
                                              f"{self.reconnect:.0f} s ({lost})") from e
                 time.sleep(0.2)

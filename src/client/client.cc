@@ -14,6 +14,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "ipc/daemon_trust.h"
 #include "ipc/paths.h"
 #include "common/source_spec.h"
 #include "joader.grpc.pb.h"
@@ -203,21 +204,23 @@ struct Job::Stream {
 };
 
 Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_path() : socket) {
-  struct stat st{};
-  const int found = stat(socket_.c_str(), &st);
-  if (found != 0 && errno == EACCES) {
-    throw ClientError(grpc::StatusCode::PERMISSION_DENIED,
-                      "permission denied: this user (uid " + std::to_string(getuid()) + ") cannot reach " + socket_ +
-                          ", whose directory belongs to another user; its owner can let a group in with `joader "
-                          "serve --allow-group GROUP`");
-  }
-  if (found != 0 || !S_ISSOCK(st.st_mode)) {
-    // JOADER_SOCKET is worth a hint only where neither the caller nor the variable chose the path.
-    const bool chosen_by_default = socket.empty() && std::getenv("JOADER_SOCKET") == nullptr;
-    throw ClientError(grpc::StatusCode::UNAVAILABLE,
-                      "no Joader daemon at " + socket_ + " (start one with `joader serve" +
-                          (chosen_by_default ? "`, or set JOADER_SOCKET to the socket of a running one)"
-                                             : " --socket " + socket_ + "`)"));
+  // Not one byte goes to a daemon this user cannot trust (src/ipc/daemon_trust.h).
+  const bool chosen = socket_ != builtin_socket_path();
+  try {
+    daemon_uid_ = check_daemon_trusted(socket_, chosen);
+  } catch (const DaemonTrustError& e) {
+    switch (e.kind()) {
+      case DaemonTrustError::kNoPermission: throw ClientError(grpc::StatusCode::PERMISSION_DENIED, e.what());
+      case DaemonTrustError::kUntrusted: throw ClientError(grpc::StatusCode::PERMISSION_DENIED, e.what());
+      case DaemonTrustError::kNoDaemon: {
+        // JOADER_SOCKET is worth a hint only where neither the caller nor the variable chose the path.
+        const bool chosen_by_default = socket.empty() && std::getenv("JOADER_SOCKET") == nullptr;
+        throw ClientError(grpc::StatusCode::UNAVAILABLE,
+                          "no Joader daemon at " + socket_ + " (start one with `joader serve" +
+                              (chosen_by_default ? "`, or set JOADER_SOCKET to the socket of a running one)"
+                                                 : " --socket " + socket_ + "`)"));
+      }
+    }
   }
   impl_ = std::make_unique<Impl>();
   grpc::ChannelArguments args;
@@ -329,7 +332,7 @@ std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
   std::shared_ptr<ArenaView> arena = impl_->arenas[reg.arena()].lock();
   if (!arena) {
     try {
-      arena = std::make_shared<ArenaView>(reg.arena(), reg.arena_size());
+      arena = std::make_shared<ArenaView>(reg.arena(), reg.arena_size(), daemon_uid_);
     } catch (const std::runtime_error& e) {
       throw ClientError(grpc::StatusCode::FAILED_PRECONDITION, e.what());
     }

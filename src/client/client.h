@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include <grpcpp/support/status_code_enum.h>
 
 #include "common/protocol.h"
@@ -138,8 +140,10 @@ class Job {
 
 class Client {
  public:
-  // Connects to the daemon at `socket` (default: default_socket_path()). Cheap: the connection is
-  // made on the first call. Throws ClientError if no daemon listens there.
+  // Connects to the daemon at `socket` (default: default_socket_path()) once it has checked that a
+  // daemon this user can trust listens there (src/ipc/daemon_trust.h; nothing is sent before). Throws
+  // ClientError: UNAVAILABLE if no daemon listens there, PERMISSION_DENIED if it may not or must not
+  // be used (the message says why and what to do).
   explicit Client(std::string socket = "");
   ~Client();
 
@@ -160,6 +164,7 @@ class Client {
  private:
   struct Impl;
   std::string socket_;
+  uid_t daemon_uid_ = 0;  // who listens at socket_ (checked before anything is sent); owns the arena
   InterruptCheck interrupt_;
   std::unique_ptr<Impl> impl_;
 };

@@ -52,7 +52,7 @@ TEST(ArenaReadsTest, ReadsEmptyItemsAndRangesOutsideTheArenaInPlaceWithoutCounti
 TEST(ArenaReadsTest, AViewCopiesTheArenasBytesAndRefusesRangesOutsideIt) {
   SharedArena arena(uint64_t{1} << 20);
   std::iota(arena.data(), arena.data() + arena.size(), uint8_t{0});
-  ArenaView view(arena.name(), arena.size());
+  ArenaView view(arena.name(), arena.size(), getuid());
   std::vector<uint8_t> out(3 * kPage + 17);
   view.copy(5 * kPage + 3, out.size(), out.data());
   EXPECT_EQ(std::memcmp(out.data(), arena.data() + 5 * kPage + 3, out.size()), 0);

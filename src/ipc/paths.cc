@@ -1,5 +1,7 @@
 #include "ipc/paths.h"
 
+#include "ipc/daemon_trust.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,10 @@ namespace joader {
 
 std::string default_socket_path() {
   if (const char* s = std::getenv("JOADER_SOCKET"); s != nullptr && *s != '\0') return s;
+  return builtin_socket_path();
+}
+
+std::string builtin_socket_path() {
   if (const char* d = std::getenv("XDG_RUNTIME_DIR"); d != nullptr && *d != '\0') {
     return std::string(d) + "/joader.sock";
   }
@@ -34,7 +40,10 @@ void prepare_socket_dir(const std::string& socket_path) {
   }
   if (!S_ISDIR(st.st_mode)) throw std::runtime_error(dir.string() + " is not a directory");
   if (st.st_uid != getuid()) {
-    throw std::runtime_error("socket directory " + dir.string() + " belongs to another user");
+    throw std::runtime_error("socket directory " + dir.string() + " belongs to " + describe_user(st.st_uid) +
+                             ", not to " + describe_user(getuid()) +
+                             ": another user may have created it to listen in place of your daemon. Remove it (or ask "
+                             "its owner to), or serve on a socket in a directory of your own (--socket PATH)");
   }
   // Other users may not rename or replace the socket: a private directory, or a sticky one
   // like /tmp where only the owner may remove its own files.

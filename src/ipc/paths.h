@@ -7,6 +7,9 @@
 namespace joader {
 
 std::string default_socket_path();
+// The default without $JOADER_SOCKET: $XDG_RUNTIME_DIR/joader.sock, else /tmp/joader-$UID/joader.sock.
+// A socket anywhere else was chosen by the user (src/ipc/daemon_trust.h).
+std::string builtin_socket_path();
 
 // Creates the socket's parent directory 0700 if missing; throws std::runtime_error if it exists
 // but belongs to another user or is open to group/others (someone else could swap the socket).

@@ -200,9 +200,16 @@ uint8_t copy_reads_for(double first_read_micros) {
 
 }  // namespace
 
-ArenaView::ArenaView(const std::string& name, uint64_t size) : size_(size), reads_(0, 0) {
-  fd_ = shm_open(name.c_str(), O_RDONLY, 0);
+ArenaView::ArenaView(const std::string& name, uint64_t size, uid_t owner) : size_(size), reads_(0, 0) {
+  fd_ = shm_open(name.c_str(), O_RDONLY | O_NOFOLLOW, 0);
   if (fd_ < 0) fail("cannot open the daemon's shared memory " + name);
+  if (struct stat st {}; fstat(fd_, &st) != 0 || st.st_uid != owner || (st.st_mode & 022) != 0) {
+    const std::string why = st.st_uid != owner ? "belongs to uid " + std::to_string(st.st_uid) + ", not to the daemon's uid " +
+                                                     std::to_string(owner)
+                                               : "may be written by other users";
+    close(fd_);
+    throw std::runtime_error("refusing the daemon's shared memory " + name + ": it " + why);
+  }
   void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) {
     const int err = errno;

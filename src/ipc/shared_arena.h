@@ -93,8 +93,10 @@ class ArenaView {
   // Maps the arena and measures what a first read of one of its pages costs this process (over
   // 64 pages at its end), which sets reads().copy_reads(): ArenaReads::kCopyReads where that is a
   // trap, 0 where it is not. The environment variable JOADER_ARENA_COPY_READS (0-255), where set,
-  // decides instead (for measurements).
-  ArenaView(const std::string& name, uint64_t size);
+  // decides instead (for measurements). Throws std::runtime_error unless the object belongs to
+  // `owner` (the daemon's uid, read from its socket) and no other user may write it: a file
+  // that someone else created under the daemon's name would feed this process their bytes.
+  ArenaView(const std::string& name, uint64_t size, uid_t owner);
   ~ArenaView();
   ArenaView(const ArenaView&) = delete;
   ArenaView& operator=(const ArenaView&) = delete;

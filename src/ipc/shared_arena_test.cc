@@ -1,5 +1,10 @@
 #include "ipc/shared_arena.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +14,25 @@
 
 namespace joader {
 namespace {
+
+// A client maps only its daemon's own arena: an object of another uid, or one that other users
+// may write, could hold anybody's bytes under the daemon's name.
+TEST(SharedArenaTest, AViewRefusesAnArenaOfAnotherUidOrOneOthersMayWrite) {
+  SharedArena arena(uint64_t{1} << 20);
+  EXPECT_NO_THROW(ArenaView(arena.name(), arena.size(), getuid()));
+  try {
+    ArenaView view(arena.name(), arena.size(), getuid() + 1);
+    ADD_FAILURE() << "mapped an arena of another uid";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not to the daemon's uid " + std::to_string(getuid() + 1)), std::string::npos)
+        << e.what();
+  }
+  const int fd = shm_open(arena.name().c_str(), O_RDONLY, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fchmod(fd, 0666), 0);
+  close(fd);
+  EXPECT_THROW(ArenaView(arena.name(), arena.size(), getuid()), std::runtime_error);
+}
 
 TEST(SharedArenaTest, NamesWhatDecidesItsPageSize) {
   EXPECT_TRUE(std::regex_match(arena_page_setting(), std::regex("huge=[a-z_]+|shmem_enabled=(force|deny)|unknown")))

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "prep/image_formats.h"
@@ -24,43 +25,72 @@ constexpr uint8_t kPngMagic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 // ---- JPEG (TurboJPEG) ----
 
 // TurboJPEG handles are not thread-safe and hold the whole libjpeg state, so each thread keeps
-// one of each kind rather than creating one per call.
+// one of each kind rather than creating one per call. A call that failed (or warned) may leave that
+// state half-way through a stream, and the next file would then be read against it ("two SOI
+// markers"): such a handle is destroyed and the thread's next call makes a new one (Retire).
 class TjHandle {
  public:
-  explicit TjHandle(tjhandle handle) : handle_(handle) {}
-  ~TjHandle() {
-    if (handle_) tjDestroy(handle_);
-  }
+  explicit TjHandle(tjhandle (*init)()) : init_(init) {}
+  ~TjHandle() { reset(); }
   TjHandle(const TjHandle&) = delete;
   TjHandle& operator=(const TjHandle&) = delete;
-  tjhandle get() const {
-    if (!handle_)
-      throw PrepError(std::string("cannot create a TurboJPEG handle: ") + tjGetErrorStr2(nullptr));
+  tjhandle get() {
+    if (!handle_) handle_ = init_();
+    if (!handle_) throw PrepError(std::string("cannot create a TurboJPEG handle: ") + tjGetErrorStr2(nullptr));
     return handle_;
+  }
+  void reset() {
+    if (handle_) tjDestroy(handle_);
+    handle_ = nullptr;
   }
 
  private:
-  tjhandle handle_;
+  tjhandle (*init_)();
+  tjhandle handle_ = nullptr;
 };
 
-tjhandle decompressor() {
-  thread_local TjHandle handle(tjInitDecompress());
-  return handle.get();
+TjHandle& decompressor() {
+  thread_local TjHandle handle(tjInitDecompress);
+  return handle;
 }
 
-tjhandle compressor() {
-  thread_local TjHandle handle(tjInitCompress());
-  return handle.get();
+TjHandle& compressor() {
+  thread_local TjHandle handle(tjInitCompress);
+  return handle;
+}
+
+// Resets `handle` when the scope ends unless done() was called: every exit by an exception or an
+// error code of TurboJPEG's leaves the next call a fresh handle.
+class Retire {
+ public:
+  explicit Retire(TjHandle& handle) : handle_(handle) {}
+  ~Retire() {
+    if (!done_) handle_.reset();
+  }
+  Retire(const Retire&) = delete;
+  Retire& operator=(const Retire&) = delete;
+  void done() { done_ = true; }
+
+ private:
+  TjHandle& handle_;
+  bool done_ = false;
+};
+
+// libjpeg refuses a frame header above its 65500-pixel limit before TurboJPEG can report the size.
+bool above_jpeg_limit(tjhandle tj) {
+  return std::string_view(tjGetErrorStr2(tj)).find("Maximum supported image dimension") != std::string_view::npos;
 }
 
 // Decodes into the width · height · 3 bytes that dest(width, height) returns once the header is
 // read (it may throw to refuse the size).
 template <class Dest>
 ImageSize decode_jpeg_to(std::span<const uint8_t> data, uint64_t max_pixels, Dest dest) {
-  tjhandle tj = decompressor();
+  Retire retire(decompressor());
+  tjhandle tj = decompressor().get();
   int width = 0, height = 0, subsamp = -1, colorspace = -1;
   const int rc =
       tjDecompressHeader3(tj, data.data(), data.size(), &width, &height, &subsamp, &colorspace);
+  if (rc != 0 && above_jpeg_limit(tj)) throw PrepError(std::string("JPEG too large: ") + tjGetErrorStr2(tj));
   // TurboJPEG 2.x fails this call for sampling factors it has no TJSAMP for, and on warnings, after
   // filling in the size and colour space; tjDecompress2 decodes those images (as PIL does). So the
   // header is judged by what it returned, not by the return code.
@@ -79,8 +109,10 @@ ImageSize decode_jpeg_to(std::span<const uint8_t> data, uint64_t max_pixels, Des
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   std::vector<uint8_t> cmyk_pixels(cmyk ? static_cast<size_t>(width) * height * 4 : 0);
   // Flags 0: accurate integer DCT and fancy upsampling, libjpeg's defaults, which PIL uses too.
-  if (tjDecompress2(tj, data.data(), data.size(), cmyk ? cmyk_pixels.data() : rgb, width,
-                    0, height, cmyk ? TJPF_CMYK : TJPF_RGB, 0) != 0) {
+  const int decoded = tjDecompress2(tj, data.data(), data.size(), cmyk ? cmyk_pixels.data() : rgb, width, 0,
+                                    height, cmyk ? TJPF_CMYK : TJPF_RGB, 0);
+  if (rc == 0 && decoded == 0) retire.done();  // a clean run leaves the handle ready for the next file
+  if (decoded != 0) {
     const std::string message = tjGetErrorStr2(tj);
     // A warning means libjpeg recovered and decoded the whole image, as PIL (which ignores
     // warnings) would. The exception is a file cut short: libjpeg pads it with gray and warns
@@ -234,7 +266,13 @@ ImageSize probe_image(std::span<const uint8_t> prefix, uint64_t max_pixels) {
   ImageSize size;
   if (is_jpeg(prefix)) {
     int width = 0, height = 0, subsamp = -1, colorspace = -1;
-    tjDecompressHeader3(decompressor(), prefix.data(), prefix.size(), &width, &height, &subsamp, &colorspace);
+    Retire retire(decompressor());
+    tjhandle tj = decompressor().get();
+    if (tjDecompressHeader3(tj, prefix.data(), prefix.size(), &width, &height, &subsamp, &colorspace) == 0) {
+      retire.done();
+    } else if (above_jpeg_limit(tj)) {
+      throw PrepError(std::string("JPEG too large: ") + tjGetErrorStr2(tj));
+    }
     if (width <= 0 || height <= 0) return {};  // no frame header yet: the caller reads the whole file
     size = {uint32_t(width), uint32_t(height)};
   } else if (prefix.size() >= sizeof kPngMagic && std::memcmp(prefix.data(), kPngMagic, sizeof kPngMagic) == 0) {
@@ -292,7 +330,8 @@ std::vector<uint8_t> encode_jpeg(const Image& img, int quality) {
   if (img.width == 0 || img.height == 0 ||
       img.rgb.size() != static_cast<size_t>(img.width) * img.height * 3)
     throw PrepError("cannot encode JPEG: the buffer does not hold width×height RGB pixels");
-  tjhandle tj = compressor();
+  Retire retire(compressor());
+  tjhandle tj = compressor().get();
   unsigned char* jpeg = nullptr;
   unsigned long size = 0;
   const int rc =
@@ -300,6 +339,7 @@ std::vector<uint8_t> encode_jpeg(const Image& img, int quality) {
                   TJPF_RGB, &jpeg, &size, TJSAMP_420, quality, TJFLAG_ACCURATEDCT);
   const std::unique_ptr<unsigned char, void (*)(unsigned char*)> owned(jpeg, tjFree);
   if (rc != 0) throw PrepError(std::string("cannot encode JPEG: ") + tjGetErrorStr2(tj));
+  retire.done();
   return std::vector<uint8_t>(jpeg, jpeg + size);
 }
 

@@ -479,6 +479,62 @@ TEST(Prepare, IsThreadSafe) {
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
+// A JPEG whose frame header declares 65535×65535 pixels (libjpeg's limit is 65500): 600-odd bytes
+// that fail at the header.
+Bytes jpeg_bomb() {
+  Bytes bytes = encode_jpeg(gradient_image(16, 16), 90);
+  for (size_t i = 0; i + 8 < bytes.size(); ++i) {
+    if (bytes[i] == 0xFF && bytes[i + 1] == 0xC0) {  // SOF0: length, precision, height, width
+      bytes[i + 5] = bytes[i + 6] = bytes[i + 7] = bytes[i + 8] = 0xFF;
+      return bytes;
+    }
+  }
+  ADD_FAILURE() << "no SOF0 marker";
+  return bytes;
+}
+
+TEST(Decode, AFailedFileLeavesNoStateBehindForTheNextFilesOnTheSameThread) {
+  const Image a = gradient_image(40, 30), b = noise_image(33, 21);
+  const Bytes bomb = jpeg_bomb(), valid_a = encode_jpeg(a, 90), valid_b = encode_jpeg(b, 95);
+  Bytes truncated = valid_b;
+  truncated.resize(truncated.size() / 2);
+  // What a thread that never saw a bad file decodes.
+  Image want_a, want_b;
+  std::thread([&] { want_a = decode_image(valid_a, PrepSpec().max_pixels), want_b = decode_image(valid_b, PrepSpec().max_pixels); }).join();
+  std::vector<uint8_t> want_crop;
+  std::thread([&] { prepare(decode_spec(24, 16), valid_b, want_crop); }).join();
+
+  std::thread([&] {  // one loader thread: every bad file, each followed by valid ones
+    for (const Bytes* bad : std::vector<const Bytes*>{&bomb, &truncated, &bomb}) {
+      EXPECT_THROW(decode_image(*bad, PrepSpec().max_pixels), PrepError);
+      if (bad == &bomb) {  // a cut file's header is whole
+        EXPECT_THROW(probe_image(*bad, PrepSpec().max_pixels), PrepError);
+      }
+      std::vector<uint8_t> out;
+      EXPECT_THROW(prepare(decode_spec(24, 16), *bad, out), PrepError);
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        EXPECT_EQ(decode_image(valid_a, PrepSpec().max_pixels).rgb, want_a.rgb);
+        EXPECT_EQ(probe_image(valid_b, PrepSpec().max_pixels), (ImageSize{33, 21}));
+        EXPECT_EQ(decode_image(valid_b, PrepSpec().max_pixels).rgb, want_b.rgb);
+        prepare(decode_spec(24, 16), valid_b, out);
+        EXPECT_EQ(out, want_crop);
+      }
+    }
+  }).join();
+}
+
+TEST(Decode, NamesLibjpegsDimensionLimitForAHeaderAboveIt) {
+  EXPECT_NE(prep_error(jpeg_bomb()).find("JPEG too large: Maximum supported image dimension is 65500 pixels"),
+            std::string::npos)
+      << prep_error(jpeg_bomb());
+  try {
+    probe_image(jpeg_bomb(), PrepSpec().max_pixels);
+    ADD_FAILURE() << "the probe accepted the bomb";
+  } catch (const PrepError& e) {
+    EXPECT_NE(std::string(e.what()).find("65500"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PrepSpec, SizeAndDescription) {
   EXPECT_EQ(prepared_size(PrepSpec()), 0u);
   EXPECT_EQ(prepared_size(decode_spec(256, 224)), 224u * 224 * 3);

@@ -84,6 +84,142 @@ def test_another_user_behind_a_private_directory_is_told_permission_denied_not_n
         daemon.stop()
 
 
+# ---- which daemon a client trusts ----
+
+# A bare listener that is not a Joader daemon: it counts the connections and bytes it is sent,
+# reporting them in a JSON file after every change. argv: socket, report, uid to become before
+# listen() (-1: stay), directory to create first ("" for none).
+LISTENER = r"""
+import json, os, socket, sys
+path, report, uid, make_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if make_dir:
+    os.mkdir(make_dir, 0o755)
+    os.chmod(make_dir, 0o755)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+os.chmod(path, 0o666)
+if uid >= 0:
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+s.listen(16)
+seen = {"connections": 0, "bytes": 0}
+def tell():
+    with open(report + ".tmp", "w") as f:
+        json.dump(seen, f)
+    os.replace(report + ".tmp", report)
+tell()
+while True:
+    c, _ = s.accept()
+    seen["connections"] += 1
+    tell()
+    c.settimeout(2.0)
+    try:
+        while (d := c.recv(65536)):
+            seen["bytes"] += len(d)
+            tell()
+    except OSError:
+        pass
+    c.close()
+"""
+
+
+class Listener:
+    def __init__(self, socket_path, report_dir, uid=-1, make_dir="", run_as=()):
+        self.report = os.path.join(report_dir, "listener.json")
+        self.proc = subprocess.Popen([*run_as, "/usr/bin/python3", "-c", LISTENER, socket_path, self.report, str(uid),
+                                      make_dir], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.report):
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.proc.stderr.read()
+            time.sleep(0.02)
+
+    def seen(self):
+        import json
+        with open(self.report) as f:
+            return json.load(f)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def plain_env(**extra):
+    """The environment of a user who set nothing: the default socket path applies."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JOADER_SOCKET", "XDG_RUNTIME_DIR", "JOADER_TRUST_USERS")}
+    env.update(extra)
+    return env
+
+
+SQUATTER = 65533  # a uid without a name: another user of the machine
+
+
+def open_reports(public_dir):
+    """A folder where a listener running as another user may write its report."""
+    reports = os.path.join(public_dir, "reports")
+    os.mkdir(reports)
+    os.chmod(reports, 0o777)
+    return reports
+
+
+@needs_root
+def test_a_socket_directory_another_user_made_first_gets_not_one_byte_from_the_client(public_dir):
+    victim_dir = f"/tmp/joader-{NOBODY}"
+    if os.path.lexists(victim_dir):
+        pytest.skip(f"{victim_dir} exists on this machine: the test needs to create it as another user")
+    listener = Listener(os.path.join(victim_dir, "joader.sock"), open_reports(public_dir), make_dir=victim_dir,
+                        run_as=("setpriv", f"--reuid={SQUATTER}", f"--regid={SQUATTER}", "--clear-groups"))
+    try:
+        joader = os.path.join(public_dir, os.path.basename(JOADER))
+        r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", joader, "status"],
+                           capture_output=True, text=True, timeout=60, env=plain_env())
+        assert r.returncode != 0
+        assert f"its directory {victim_dir} belongs to uid {SQUATTER}" in r.stderr, r.stderr
+        assert f"JOADER_TRUST_USERS={SQUATTER}" in r.stderr, r.stderr  # the way to mean it
+        assert listener.seen() == {"connections": 0, "bytes": 0}
+        # The victim's own daemon refuses the squatted directory too, naming its owner.
+        r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", joader, "serve"],
+                           capture_output=True, text=True, timeout=60, env=plain_env())
+        assert r.returncode != 0 and f"belongs to uid {SQUATTER}" in r.stderr, r.stderr
+    finally:
+        listener.stop()
+        shutil.rmtree(victim_dir, ignore_errors=True)
+
+
+@needs_root
+def test_a_listener_running_as_another_user_gets_not_one_byte_unless_that_user_is_trusted(public_dir):
+    sock = os.path.join(public_dir, "j.sock")  # a directory of root's: only the listener's uid is wrong
+    listener = Listener(sock, open_reports(public_dir), uid=SQUATTER)
+    try:
+        r = subprocess.run([JOADER, "status", "--socket", sock], capture_output=True, text=True, timeout=60,
+                           env=plain_env())
+        assert r.returncode != 0
+        assert f"runs as uid {SQUATTER}, not as root (uid 0)" in r.stderr, r.stderr
+        assert listener.seen()["bytes"] == 0  # one connection, to read who listens, and nothing sent
+        # Trusting that user on purpose lets the client talk to it (this listener answers no gRPC).
+        r = subprocess.run([JOADER, "status", "--socket", sock], capture_output=True, text=True, timeout=60,
+                           env=plain_env(JOADER_TRUST_USERS=str(SQUATTER)))
+        assert r.returncode != 0 and "refusing" not in r.stderr, r.stderr
+        assert listener.seen()["bytes"] > 0
+    finally:
+        listener.stop()
+
+
+def test_a_socket_in_a_directory_others_may_write_gets_not_one_byte(workdir):
+    shared = os.path.join(workdir, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o777)  # not sticky: anyone may replace the socket
+    sock = os.path.join(shared, "j.sock")
+    listener = Listener(sock, workdir)
+    try:
+        r = subprocess.run([JOADER, "status", "--socket", sock], capture_output=True, text=True, timeout=60,
+                           env=plain_env())
+        assert r.returncode != 0
+        assert f"its directory {shared} (mode 0777" in r.stderr and "may be written by other users" in r.stderr, r.stderr
+        assert listener.seen() == {"connections": 0, "bytes": 0}
+    finally:
+        listener.stop()
+
+
 @needs_root
 def test_allow_group_lets_its_members_run_jobs_and_read_the_arena(public_dir):
     sock_dir = os.path.join(public_dir, "sock")
