@@ -1,9 +1,6 @@
 #include "client/client.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include <chrono>
 #include <cstdlib>
@@ -210,7 +207,7 @@ Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_pat
     daemon_uid_ = check_daemon_trusted(socket_, chosen);
   } catch (const DaemonTrustError& e) {
     switch (e.kind()) {
-      case DaemonTrustError::kNoPermission: throw ClientError(grpc::StatusCode::PERMISSION_DENIED, e.what());
+      case DaemonTrustError::kNoPermission:
       case DaemonTrustError::kUntrusted: throw ClientError(grpc::StatusCode::PERMISSION_DENIED, e.what());
       case DaemonTrustError::kNoDaemon: {
         // JOADER_SOCKET is worth a hint only where neither the caller nor the variable chose the path.

@@ -76,9 +76,13 @@ class Retire {
   bool done_ = false;
 };
 
-// libjpeg refuses a frame header above its 65500-pixel limit before TurboJPEG can report the size.
-bool above_jpeg_limit(tjhandle tj) {
-  return std::string_view(tjGetErrorStr2(tj)).find("Maximum supported image dimension") != std::string_view::npos;
+// libjpeg refuses a frame header above its 65500-pixel limit before TurboJPEG can report the size:
+// PrepError saying so, where the call that just failed on `tj` failed for that.
+void check_jpeg_limit(tjhandle tj) {
+  const std::string_view message = tjGetErrorStr2(tj);
+  if (message.find("Maximum supported image dimension") != std::string_view::npos) {
+    throw PrepError("JPEG too large: " + std::string(message));
+  }
 }
 
 // Decodes into the width · height · 3 bytes that dest(width, height) returns once the header is
@@ -90,7 +94,7 @@ ImageSize decode_jpeg_to(std::span<const uint8_t> data, uint64_t max_pixels, Des
   int width = 0, height = 0, subsamp = -1, colorspace = -1;
   const int rc =
       tjDecompressHeader3(tj, data.data(), data.size(), &width, &height, &subsamp, &colorspace);
-  if (rc != 0 && above_jpeg_limit(tj)) throw PrepError(std::string("JPEG too large: ") + tjGetErrorStr2(tj));
+  if (rc != 0) check_jpeg_limit(tj);
   // TurboJPEG 2.x fails this call for sampling factors it has no TJSAMP for, and on warnings, after
   // filling in the size and colour space; tjDecompress2 decodes those images (as PIL does). So the
   // header is judged by what it returned, not by the return code.
@@ -270,8 +274,8 @@ ImageSize probe_image(std::span<const uint8_t> prefix, uint64_t max_pixels) {
     tjhandle tj = decompressor().get();
     if (tjDecompressHeader3(tj, prefix.data(), prefix.size(), &width, &height, &subsamp, &colorspace) == 0) {
       retire.done();
-    } else if (above_jpeg_limit(tj)) {
-      throw PrepError(std::string("JPEG too large: ") + tjGetErrorStr2(tj));
+    } else {
+      check_jpeg_limit(tj);
     }
     if (width <= 0 || height <= 0) return {};  // no frame header yet: the caller reads the whole file
     size = {uint32_t(width), uint32_t(height)};

@@ -4,6 +4,7 @@ Tests that switch users or drop capabilities need root (CI runs as root) and are
 a plain user's run covers the rest, and unreadable files use chmod 000 directly.
 """
 import grp
+import json
 import os
 import shutil
 import stat
@@ -134,7 +135,6 @@ class Listener:
             time.sleep(0.02)
 
     def seen(self):
-        import json
         with open(self.report) as f:
             return json.load(f)
 
