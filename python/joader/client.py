@@ -6,7 +6,7 @@ import os
 
 from . import _native
 
-INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, UNAVAILABLE = 3, 5, 9, 14  # gRPC status codes, as the daemon's errors carry them
+INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, ABORTED, UNAVAILABLE = 3, 5, 9, 10, 14  # gRPC status codes, as the daemon's errors carry them
 
 
 def error(code, message):
@@ -32,20 +32,23 @@ def _after_fork_in_parent():
 
 
 def _after_fork_in_child():
-    """gRPC restarted for this process: Clients it inherited reconnect at their next call, new ones
-    work. A fork that could not carry gRPC (another thread in a Joader call, the user's GRPC_*
-    variables) leaves the process unable to use Joader: every call raises, none hangs."""
+    """The child never uses its parent's connections to a daemon (they are replaced by unconnected
+    sockets). gRPC restarted for this process: Clients it inherited reconnect at their next call,
+    new ones work. A fork that could not carry gRPC (a job open in the parent, another thread in a
+    Joader call, the user's GRPC_* variables) leaves the process unable to use Joader: every call
+    raises, none hangs."""
     global _unusable
-    if not _started or _unusable is not None:
+    if not _started:
         return
-    if _fork_obstacle:
+    carried = _unusable is None and not _fork_obstacle
+    _native.fork_child(carried)
+    if not carried and _unusable is None:
         _unusable = (f"this process was forked from process {os.getppid()} while {_fork_obstacle}: gRPC's state "
-                     "did not survive that fork, so Joader cannot be used here (its calls would hang). Fork when no "
-                     "other thread is in a Joader call, or start the workers with the 'spawn' start method "
+                     "did not survive that fork, so Joader cannot be used here (its calls would hang). Use Joader "
+                     "in a forked process only if it was forked while no Joader job was open and no other thread "
+                     "was in a Joader call, or start it with the 'spawn' start method "
                      "(torch.utils.data.DataLoader(multiprocessing_context='spawn'), "
                      "multiprocessing.get_context('spawn'))")
-    else:
-        _native.fork_child()
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)

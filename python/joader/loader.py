@@ -11,7 +11,7 @@ import numpy as np
 
 from .augment import Plan, fresh_seed, plan as augment_plan
 from ._native import JoaderError
-from .client import (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, error, integer,
+from .client import (ABORTED, FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, error, integer,
                      keep_forever)
 from .pool import PythonStage, to_batch
 
@@ -224,15 +224,24 @@ class Loader:
         self._check_process()
         if self._job is None:
             self._open()
+        reopened = 0
         while True:
             try:
                 if final:
                     return self._job.next(self.layout == "NCHW", self._to_float, self._erase)
                 return self._job.next(False, None)
             except JoaderError as e:
-                if e.code != UNAVAILABLE or not self.reconnect:
+                if e.code == ABORTED and reopened < 3:  # a batch that never arrived: its job again, exactly
+                    reopened += 1
+                    self._reconnect(e, daemon_lost=False)
+                elif e.code == UNAVAILABLE and self.reconnect:
+                    self._reconnect(e)
+                else:  # the job has ended; the next pass re-opens it from this loader's state
+                    try:
+                        self._close_job()
+                    except JoaderError:
+                        pass
                     raise
-                self._reconnect(e)
 
     def _next_from_stage(self):
         """The oldest batch in flight in the Python stage, finished, keeping up to self._depth more
@@ -288,13 +297,18 @@ class Loader:
                     f"'{self.name}' has one consumer, there. Make a new Loader in this process (Joader works in "
                     f"forked processes), or iterate this one in process {self._pid}")
 
-    def _reconnect(self, lost):
+    def _reconnect(self, lost, daemon_lost=True):
         """After losing the daemon: waits up to self.reconnect seconds for one to serve the socket
         again, then re-opens the job from this loader's own state (the daemon forgot it); batches
-        in flight in the Python stage are dropped (they are delivered again)."""
+        in flight in the Python stage are dropped (they are delivered again). daemon_lost=False:
+        the job's connection lost a batch (the daemon is there): re-opens the job on a new one."""
         socket = self.client.socket
-        print(f"joader: job {self.name}: {lost}; waiting up to {self.reconnect:.0f} s for the daemon to come "
-              "back", file=sys.stderr, flush=True)
+        if daemon_lost:
+            print(f"joader: job {self.name}: {lost}; waiting up to {self.reconnect:.0f} s for the daemon to come "
+                  "back", file=sys.stderr, flush=True)
+        else:
+            print(f"joader: {lost}; re-opening the job from what it consumed (nothing is repeated or lost)",
+                  file=sys.stderr, flush=True)
         if self._pending:
             self._pending.clear()
             self._stage.reset()

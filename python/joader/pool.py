@@ -92,8 +92,12 @@ def run_pipeline(transforms, image, seed, epoch, item):
         raise TransformFailed(f"augment: {e} for item {item} of epoch {epoch}") from None
 
 
-def _worker_main(conn, transforms, worker_id, worker_init_fn):
-    """A worker: runs tasks (chunks of a batch) in order until told to stop (None) or orphaned."""
+def _worker_main(conn, transforms, worker_id, worker_init_fn, siblings=()):
+    """A worker: runs tasks (chunks of a batch) in order until told to stop (None) or orphaned.
+    siblings: the job's ends of the workers forked before this one, which it closes: a copy kept
+    here would keep them from seeing the job's process end."""
+    for sibling in siblings:
+        sibling.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the job's process's to handle
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -156,9 +160,11 @@ class _Buffer:
 
 
 class _Worker:
-    def __init__(self, context, transforms, worker_id, worker_init_fn):
+    def __init__(self, context, transforms, worker_id, worker_init_fn, siblings=()):
         self.conn, child = context.Pipe(duplex=True)
-        self.proc = context.Process(target=_worker_main, args=(child, transforms, worker_id, worker_init_fn),
+        # A forked worker inherits the earlier workers' pipes; one started otherwise gets none.
+        siblings = [w.conn for w in siblings] if context.get_start_method() == "fork" else []
+        self.proc = context.Process(target=_worker_main, args=(child, transforms, worker_id, worker_init_fn, siblings),
                                     name=f"joader-augment-{worker_id}", daemon=True)
         self.proc.start()
         child.close()
@@ -255,8 +261,10 @@ class PythonStage:
 
     def _start(self):
         if not self.workers and self.num_workers > 0:
-            self.workers = [_Worker(self.context, self.transforms, i, self.worker_init_fn)
-                            for i in range(self.num_workers)]
+            workers = []
+            for i in range(self.num_workers):
+                workers.append(_Worker(self.context, self.transforms, i, self.worker_init_fn, workers))
+            self.workers = workers
 
     def submit(self, seed, epoch, ids, images):
         """images: uint8 [n, H, W, 3] or a list of [H, W, 3] arrays, in the order of ids."""

@@ -11,6 +11,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "client/fork_safety.h"
 #include "ipc/daemon_trust.h"
 #include "ipc/paths.h"
 #include "common/source_spec.h"
@@ -79,6 +80,7 @@ struct Job::Stream {
   bool started = false, start_ok = false;
   bool reading = false, read_done = false, read_ok = false;
   bool writing = false, write_failed = false, writes_done = false, finished = false;
+  bool counted = false;  // in open_job_streams() (fork_safety.h) until finish()
   v1::JobReply incoming;
   v1::JobRequest outgoing;
   std::deque<v1::JobRequest> to_write;
@@ -196,15 +198,23 @@ struct Job::Stream {
     bool ok;
     while (cq.Next(&tag, &ok)) {
     }
+    uncount();
     return status;
   }
+  void uncount() {
+    if (counted) note_stream_closed();
+    counted = false;
+  }
+  ~Stream() { uncount(); }
 };
 
 Client::Client(std::string socket) : socket_(socket.empty() ? default_socket_path() : socket) {
   // Not one byte goes to a daemon this user cannot trust (src/ipc/daemon_trust.h).
   const bool chosen = socket_ != builtin_socket_path();
   try {
-    daemon_uid_ = check_daemon_trusted(socket_, chosen);
+    const DaemonPeer peer = check_daemon_trusted(socket_, chosen);
+    daemon_uid_ = peer.uid;
+    note_daemon(peer.pid);
   } catch (const DaemonTrustError& e) {
     switch (e.kind()) {
       case DaemonTrustError::kNoPermission:
@@ -309,6 +319,8 @@ std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
   bool registered = false;
   try {
     stream->rw = impl_->stub->PrepareAsyncJob(&stream->context, &stream->cq);
+    note_stream_opened();
+    stream->counted = true;
     stream->rw->StartCall(reinterpret_cast<void*>(Job::Stream::kStarted));
     stream->wait([&] { return stream->started; });
     if (stream->start_ok) {
@@ -350,24 +362,55 @@ void Job::close() {
 }
 
 bool Job::next(Batch* out) {
+  if (failed_) throw *failed_;
   if (finished_) return false;
   v1::JobReply reply;
   const auto asked = std::chrono::steady_clock::now();
   const bool got = stream_->read(&reply);
   out->wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
   if (!got) {
-    finished_ = true;
     const grpc::Status s = stream_->finish(false);
-    throw to_error(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended unexpectedly") : s,
-                   stream_->socket);
+    fail(to_error(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended unexpectedly") : s,
+                  stream_->socket));
   }
   if (reply.has_end()) {
     finished_ = true;
     stream_->finish(true);
-    if (reply.end().code() != 0) throw ClientError(reply.end().code(), reply.end().message());
+    if (reply.end().code() != 0) fail(ClientError(reply.end().code(), reply.end().message()));
     return false;
   }
   const v1::Batch& b = reply.batch();
+  // The daemon numbers a job's batches 0, 1, 2, ... on its stream: a gap is a batch the
+  // connection lost, which must not pass as a short epoch.
+  if (b.seq() != next_seq_) {
+    end_stream();
+    fail(ClientError(grpc::StatusCode::ABORTED,
+                     "job " + registered_.job() + ": batch " + std::to_string(b.seq()) + " arrived where batch " +
+                         std::to_string(next_seq_) + " was due: its connection lost " +
+                         std::to_string(b.seq() - next_seq_) + " batch(es)"));
+  }
+  try {
+    unpack(b, out);
+  } catch (const ClientError& e) {
+    end_stream();
+    fail(e);
+  }
+  ++next_seq_;
+  return true;
+}
+
+void Job::end_stream() {
+  stream_->context.TryCancel();
+  stream_->finish(false);
+}
+
+void Job::fail(const ClientError& error) {
+  finished_ = true;
+  failed_ = error;
+  throw error;
+}
+
+void Job::unpack(const v1::Batch& b, Batch* out) {
   out->seq = b.seq();
   out->epoch = b.epoch();
   out->last_of_epoch = b.last_of_epoch();
@@ -436,7 +479,6 @@ bool Job::next(Batch* out) {
     }
     out->items.push_back(item);
   }
-  return true;
 }
 
 void Job::ack(const Batch& batch) {

@@ -104,8 +104,10 @@ class Job {
   Job& operator=(const Job&) = delete;
 
   // Blocks for the next batch; false once every epoch was delivered. Throws ClientError (the
-  // daemon's message, e.g. a corrupt item or "server shutting down"), or Interrupted (the job goes
-  // on: next() may be called again).
+  // daemon's message, e.g. a corrupt item or "server shutting down"; ABORTED when a batch never
+  // arrived: reopen the job from what was consumed), after which the job has ended and next()
+  // throws the same error again (it never passes for the end of the epochs); or Interrupted (the
+  // job goes on: next() may be called again).
   bool next(Batch* out);
   // Releases the batch's items in the daemon; their bytes may be overwritten afterwards. Reports
   // how long next() waited for the batch.
@@ -128,6 +130,9 @@ class Job {
   friend class Client;
   struct Stream;
   Job(std::unique_ptr<Stream> stream, v1::Registered registered, std::shared_ptr<ArenaView> arena);
+  void unpack(const v1::Batch& b, Batch* out);  // the batch's items, checked against the arena
+  void end_stream();                            // cancels and ends the call
+  [[noreturn]] void fail(const ClientError& error);  // ends the job with `error`, and throws it
   std::unique_ptr<Stream> stream_;
   v1::Registered registered_;
   std::shared_ptr<ArenaView> arena_;
@@ -135,6 +140,8 @@ class Job {
   bool copies_ = true;
   uint32_t uncopied_batches_ = 0;  // batches in a row that next() copied nothing of
   bool finished_ = false;
+  std::optional<ClientError> failed_;  // why the job ended, if it failed: next() throws it again
+  uint64_t next_seq_ = 0;               // the daemon's number of the batch due next
   double wait_seconds_ = 0;
 };
 

@@ -75,7 +75,7 @@ std::vector<uid_t> trusted_uids() {
   return uids;
 }
 
-uid_t check_daemon_trusted(const std::string& socket_path, bool chosen) {
+DaemonPeer check_daemon_trusted(const std::string& socket_path, bool chosen) {
   namespace fs = std::filesystem;
   const std::vector<uid_t> trusted = trusted_uids();
   const std::string you = describe_user(getuid());
@@ -177,7 +177,7 @@ uid_t check_daemon_trusted(const std::string& socket_path, bool chosen) {
                   ", not as " + you_or_root,
               fix_default + "; to use that user's daemon on purpose, set JOADER_TRUST_USERS=" + std::to_string(peer.uid));
   }
-  return peer.uid;
+  return {peer.uid, peer.pid};
 }
 
 }  // namespace joader

@@ -35,11 +35,16 @@ std::vector<uid_t> trusted_uids();
 // "alice (uid 1000)", or "uid 1000" for a uid without a name.
 std::string describe_user(uid_t uid);
 
-// Checks the socket at `socket_path` as the header says and returns the uid of the daemon that
-// listens there. `chosen`: the path was given by the user rather than being the default. The check
+// Who listens at a daemon socket (SO_PEERCRED of a connection to it).
+struct DaemonPeer {
+  uid_t uid;  // owns the daemon's arena
+  pid_t pid;  // recognises this process's connections to it after a fork (fork_safety.h)
+};
+
+// Checks the socket at `socket_path` as the header says and returns who listens there. `chosen`: the path was given by the user rather than being the default. The check
 // connects once (and sends nothing) to read the listener's credentials. Throws DaemonTrustError:
 // kNoDaemon when nothing listens there, kNoPermission when this user may not reach it, kUntrusted
 // when it refuses (the message names the owner and the fix).
-uid_t check_daemon_trusted(const std::string& socket_path, bool chosen);
+DaemonPeer check_daemon_trusted(const std::string& socket_path, bool chosen);
 
 }  // namespace joader

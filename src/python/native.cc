@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "client/client.h"
+#include "client/fork_safety.h"
 #include "client/layout.h"
 #include "client/report.h"
 #include "ipc/shared_arena.h"
@@ -30,13 +31,15 @@ namespace py = pybind11;
 namespace joader {
 namespace {
 
-// Fork. gRPC survives a fork when its fork support is on, it polls with its "poll" engine (with
-// "epoll1" the child's first channel took the parent's stream's events: the parent hung, measured
-// with Debian's gRPC 1.51) and no thread is inside gRPC at the fork: then grpc_prefork() stops its
-// threads, and grpc_postfork_child() closes the child's copies of the parent's sockets and restarts
-// them. The module sets both variables before gRPC starts (unless the user set them), and every
-// call into gRPC below runs inside a GrpcCall, so that fork_prepare() can tell whether one is in
-// progress on another thread (with the GIL, which the fork's caller holds, nobody can start one).
+// Fork (src/client/fork_safety.h). gRPC can be carried into a child when its fork support is on,
+// it polls with its "poll" engine (with "epoll1" the child's first channel took the parent's
+// stream's events: the parent hung, with Debian's gRPC 1.51), no thread is inside gRPC at the fork
+// and no job stream is open (a receiving stream is never paused across a fork): then
+// grpc_prefork() stops its threads and grpc_postfork_child() restarts them in the child. Otherwise
+// the fork leaves gRPC alone and the child may not use Joader. The module sets both variables
+// before gRPC starts (unless the user set them), and every call into gRPC below runs inside a
+// GrpcCall, so that fork_prepare() can tell whether one is in progress on another thread (with the
+// GIL, which the fork's caller holds, nobody can start one).
 std::atomic<int> calls_in_grpc{0};
 
 // Counts a call into gRPC, and releases the GIL for it (in that order: the count is only ever
@@ -58,6 +61,7 @@ std::string fork_obstacle() {
   }
   if (strategy == nullptr || std::string(strategy) != "poll") return "GRPC_POLL_STRATEGY is not poll in its environment";
   if (calls_in_grpc.load() != 0) return "another thread was in a Joader call";
+  if (open_job_streams() != 0) return "a Joader job was open in it";
   return "";
 }
 
@@ -520,7 +524,12 @@ PYBIND11_MODULE(_native, m) {
   });
   m.def("testing_calls_in_grpc", [] { return calls_in_grpc.load(); });
   m.def("fork_parent", [] { grpc_postfork_parent(); });
-  m.def("fork_child", [] { grpc_postfork_child(); });
+  // In the child: never the parent's connections (fork_safety.h); gRPC restarted if fork_prepare()
+  // stopped it (`carried`).
+  m.def("fork_child", [](bool carried) {
+    disconnect_inherited_daemon_sockets();
+    if (carried) grpc_postfork_child();
+  });
   m.def("check_augment", [](const std::vector<OpTuple>& augment) { return pipeline_output_size(checked_ops(augment)); });
   // The batch of images a Python pipeline gave (uint8 [n, H, W, 3], any strides of whole images)
   // written into dst: [n, 3, H, W] with chw, else [n, H, W, 3]; float32 when to_float is not None

@@ -223,28 +223,73 @@ def test_a_loader_without_reconnect_fails_at_once_when_the_daemon_is_lost(workdi
             daemon.stop()
 
 
+# Sockets of this process connected to the daemon (their peer is its pid).
+DAEMON_SOCKETS = """
+def daemon_sockets(daemon_pid):
+    import socket, struct
+    found = []
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            s = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        try:
+            if s.family == socket.AF_UNIX:
+                pid = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+                if pid == daemon_pid:
+                    found.append(fd)
+        except OSError:
+            pass
+        finally:
+            s.close()
+    return found
+"""
+
 FORKED_CHILD = """
 import os, sys
 sys.path.insert(0, {python!r})
 import joader
+""" + DAEMON_SOCKETS + """
 client = joader.Client({socket!r})
-loader = joader.Loader("synth", batch_size=5, epochs=None, client=client)
-it = iter(loader)
-next(it)
+client.datasets()
+loader = joader.Loader("synth", batch_size=5, epochs=None, client=client)  # made, not started
 pid = os.fork()
-if pid == 0:  # multiprocessing, a DataLoader worker: the inherited client and new loaders work
+if pid == 0:  # multiprocessing, a DataLoader worker: the inherited client and loader, and new ones, work
+    print("child holds the parent's connection", daemon_sockets({daemon_pid}) != [], flush=True)
     print("child datasets", [d["name"] for d in client.datasets()], flush=True)
     epoch = sorted(i for b in joader.Loader("synth", batch_size=5, client=joader.Client({socket!r}))
                    for i in b.indices.tolist())
     print("child epoch", epoch == list(range(20)), flush=True)
-    try:
-        next(it)
-    except joader.JoaderError as e:  # the parent's job has one consumer: the parent
-        print("child inherited loader", e.code, e, flush=True)
+    print("child inherited loader", len(next(iter(loader)).indices), flush=True)
     sys.exit(0)  # the inherited objects are collected here, leaving the parent's connection alone
 _, status = os.waitpid(pid, 0)
 assert os.waitstatus_to_exitcode(status) == 0
-next(it)  # the parent goes on
+it = iter(loader)
+for _ in range(10):
+    next(it)
+print("parent ok", flush=True)
+"""
+
+FORKED_WITH_A_JOB_OPEN = """
+import os, sys
+sys.path.insert(0, {python!r})
+import joader
+""" + DAEMON_SOCKETS + """
+client = joader.Client({socket!r})
+it = iter(joader.Loader("synth", batch_size=5, epochs=None, client=client))
+next(it)
+pid = os.fork()
+if pid == 0:
+    print("child holds the parent's connection", daemon_sockets({daemon_pid}) != [], flush=True)
+    try:
+        client.datasets()
+    except joader.JoaderError as e:
+        print(e.code, e, flush=True)
+    sys.exit(0)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0
+for _ in range(10):
+    next(it)  # the parent goes on
 print("parent ok", flush=True)
 """
 
@@ -254,8 +299,7 @@ sys.path.insert(0, {python!r})
 import torch.utils.data
 import joader
 client = joader.Client({socket!r})
-running = iter(joader.Loader("synth", batch_size=5, epochs=None, client=client))
-next(running)
+client.datasets()
 
 class CallsJoader(torch.utils.data.Dataset):  # each item read through Joader in the worker
     def __len__(self):
@@ -269,9 +313,34 @@ class CallsJoader(torch.utils.data.Dataset):  # each item read through Joader in
 
 got = [row.tolist() for b in torch.utils.data.DataLoader(CallsJoader(), batch_size=2, num_workers=2) for row in b]
 print(got == [[i, i + 6, 1] for i in range(6)], got, flush=True)
-next(running)
+next(iter(joader.Loader("synth", batch_size=5, epochs=None, client=client)))
 print("parent ok", flush=True)
 """
+
+# A stock training script: a Joader job open all along, and torch's own DataLoader for the val pass,
+# which forks its workers at every pass; Joader's Python transform runs in forked workers too.
+TRAINS_AND_FORKS = """
+import sys, time
+sys.path.insert(0, {python!r})
+import torch, torch.utils.data
+import torchvision.transforms as T
+import joader, joader.torch
+
+class Rotate:  # a user's own transform: the Python pool runs it
+    def __call__(self, img):
+        return img.rotate(3)
+
+val = torch.utils.data.TensorDataset(torch.arange(32).float())
+train = joader.torch.DataLoader("photos", batch_size=8, client=joader.Client({socket!r}), num_workers=2,
+                                augment=T.Compose([T.RandomResizedCrop(24), Rotate()]), with_indices=True)
+for epoch in range(int(sys.argv[1])):
+    ids = sorted(i for _, _, batch in train for i in batch.tolist())
+    print("epoch", epoch, "exact" if ids == list(range(48)) else ids, flush=True)
+    for _ in torch.utils.data.DataLoader(val, batch_size=8, num_workers=2):
+        pass
+train.close()
+"""
+
 
 FORKED_DURING_A_CALL = """
 import os, signal, sys, threading, time
@@ -343,15 +412,23 @@ def run_script(workdir, daemon, template, timeout=60):
     return r
 
 
-def test_a_forked_child_uses_joader_and_leaves_the_parents_job_alone(workdir):
+def test_a_child_forked_with_no_job_open_uses_joader_but_never_the_parents_connection(workdir):
     with daemon_with_synth(workdir) as daemon:
         r = run_script(workdir, daemon, FORKED_CHILD)
-    lines = r.stdout.splitlines()
-    assert lines[:2] == ["child datasets ['synth']", "child epoch True"], r.stdout
-    assert lines[2].startswith("child inherited loader 9 this Loader belongs to process"), r.stdout
-    assert "Make a new Loader in this process" in lines[2]
-    assert lines[3:] == ["parent ok"], r.stdout
+    assert r.stdout.splitlines() == ["child holds the parent's connection False", "child datasets ['synth']",
+                                     "child epoch True", "child inherited loader 5", "parent ok"], r.stdout
     assert "lost the Joader daemon" not in r.stderr, "the child's exit left the parent's connection alone"
+
+
+def test_a_child_forked_while_a_job_is_open_is_told_to_spawn_and_the_parents_job_goes_on(workdir):
+    with daemon_with_synth(workdir) as daemon:
+        r = run_script(workdir, daemon, FORKED_WITH_A_JOB_OPEN)
+    lines = r.stdout.splitlines()
+    assert lines[0] == "child holds the parent's connection False", r.stdout
+    assert lines[1].startswith("9 this process was forked from process"), r.stdout
+    assert "while a Joader job was open in it" in lines[1] and "'spawn'" in lines[1], lines[1]
+    assert lines[2:] == ["parent ok"], r.stdout
+    assert "lost the Joader daemon" not in r.stderr
 
 
 def test_torch_dataloader_workers_whose_dataset_calls_joader_work(workdir):
@@ -359,6 +436,40 @@ def test_torch_dataloader_workers_whose_dataset_calls_joader_work(workdir):
         r = run_script(workdir, daemon, DATALOADER_WORKERS, timeout=120)
     assert r.stdout.splitlines()[0].startswith("True"), r.stdout
     assert r.stdout.splitlines()[1:] == ["parent ok"], r.stdout
+
+
+def test_jobs_whose_processes_fork_at_every_pass_get_every_epoch_exactly_and_never_stall(workdir, tmp_path):
+    # Forked children whose copy of gRPC was restarted read the parent's connection (the socket they
+    # share): the parent's job lost a batch, or stalled for good (issue 41; src/client/fork_safety.h).
+    # Before the fix, 2 of these 3 processes stalled in each of 2 runs.
+    folder = photo_imagefolder(tmp_path, 48, 100, 400)
+    daemon = Daemon(workdir, cache_size="128MiB")
+    epochs, procs = 24, []
+    try:
+        joader.Client(daemon.socket).add_dataset("photos", source=f"imagefolder:{folder}")
+        script = os.path.join(workdir, "trains_and_forks.py")
+        with open(script, "w") as f:
+            f.write(TRAINS_AND_FORKS.format(python=os.path.join(BUILD, "python"), socket=daemon.socket))
+        logs = [open(os.path.join(workdir, f"job{k}.log"), "w+") for k in range(3)]
+        procs = [subprocess.Popen([sys.executable, script, str(epochs)], stdout=log, stderr=subprocess.STDOUT)
+                 for log in logs]
+        # A stalled job makes no progress at all; a busy machine only makes every epoch slower.
+        deadline = time.monotonic() + 600
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(1)
+            stalled = [k for k, p in enumerate(procs) if p.poll() is None and os.path.getsize(logs[k].name) > 0
+                       and time.time() - os.path.getmtime(logs[k].name) > 60]
+            assert not stalled, f"jobs {stalled} made no progress for 60 s:\n" + "\n".join(
+                open(log.name).read() for log in logs)
+        for k, p in enumerate(procs):
+            out = open(logs[k].name).read()
+            assert p.wait(timeout=1) == 0, out
+            assert out.splitlines() == [f"epoch {e} exact" for e in range(epochs)], out
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        daemon.stop()
 
 
 def test_a_child_forked_while_another_thread_is_in_a_call_is_told_instead_of_hanging(workdir):

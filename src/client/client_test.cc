@@ -1,0 +1,130 @@
+// The client against a scripted daemon: what it does with a stream that misbehaves.
+#include "client/client.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "ipc/shared_arena.h"
+#include "joader.grpc.pb.h"
+
+namespace joader {
+namespace {
+
+// One batch of one item at offset 0 of the arena, numbered `seq`.
+struct Sent {
+  uint64_t seq;
+  uint64_t length = 16;
+};
+
+// Registers every job on its arena, then sends the batches it was given, and waits until the
+// client goes.
+class ScriptedDaemon final : public v1::Joader::Service {
+ public:
+  explicit ScriptedDaemon(std::vector<Sent> script) : script_(std::move(script)) {}
+
+  grpc::Status Job(grpc::ServerContext*, grpc::ServerReaderWriter<v1::JobReply, v1::JobRequest>* stream) override {
+    v1::JobRequest request;
+    if (!stream->Read(&request)) return grpc::Status::OK;
+    v1::JobReply reply;
+    v1::Registered* r = reply.mutable_registered();
+    r->set_job("job-1");
+    r->set_arena(arena_.name());
+    r->set_arena_size(arena_.size());
+    r->set_items_per_epoch(script_.size());
+    stream->Write(reply);
+    for (const Sent& sent : script_) {
+      reply.Clear();
+      v1::Batch* b = reply.mutable_batch();
+      b->set_seq(sent.seq);
+      b->add_ids(static_cast<uint32_t>(sent.seq));
+      b->add_labels(0);
+      b->add_offsets(0);
+      b->add_lengths(sent.length);
+      stream->Write(reply);
+    }
+    while (stream->Read(&request)) {
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::vector<Sent> script_;
+  SharedArena arena_{1 << 20};
+};
+
+class ClientAgainstAScriptedDaemon : public ::testing::Test {
+ protected:
+  static JobOptions one_epoch() {
+    JobOptions options;
+    options.dataset = "d";
+    return options;
+  }
+  void serve(std::vector<Sent> script) {
+    char dir[] = "/tmp/joader-client-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    socket_ = dir_ + "/d.sock";
+    service_ = std::make_unique<ScriptedDaemon>(std::move(script));
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix:" + socket_, grpc::InsecureServerCredentials());
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::string dir_, socket_;
+  std::unique_ptr<ScriptedDaemon> service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(ClientAgainstAScriptedDaemon, ABatchThatNeverArrivedEndsTheJobWithAbortedNotAShortEpoch) {
+  serve({{0}, {1}, {3}, {4}});  // batch 2 lost on the way
+  Client client(socket_);
+  auto job = client.open_job(one_epoch());
+  Batch b;
+  for (uint64_t want : {0, 1}) {
+    ASSERT_TRUE(job->next(&b));
+    EXPECT_EQ(b.seq, want);
+    job->ack(b);
+  }
+  try {
+    job->next(&b);
+    FAIL() << "batch 3 was handed out where batch 2 was due";
+  } catch (const ClientError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::ABORTED);
+    EXPECT_NE(std::string(e.what()).find("batch 3 arrived where batch 2 was due"), std::string::npos) << e.what();
+  }
+  // And again: the job does not pass for one that delivered all its epochs.
+  EXPECT_THROW(job->next(&b), ClientError);
+}
+
+TEST_F(ClientAgainstAScriptedDaemon, ABadBatchEndsTheJobAndIsNotSkippedByTheNextCall) {
+  serve({{0, uint64_t{1} << 40}, {1}});  // batch 0 describes bytes far outside the arena
+  Client client(socket_);
+  auto job = client.open_job(one_epoch());
+  Batch b;
+  try {
+    job->next(&b);
+    FAIL() << "a batch outside the arena was handed out";
+  } catch (const ClientError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::INTERNAL);
+    EXPECT_STREQ(e.what(), "item descriptor outside the arena");
+  }
+  // Batch 1 is on its way, but taking it would lose batch 0 without a word.
+  EXPECT_THROW(job->next(&b), ClientError);
+}
+
+}  // namespace
+}  // namespace joader
