@@ -237,10 +237,7 @@ class Loader:
                 elif e.code == UNAVAILABLE and self.reconnect:
                     self._reconnect(e)
                 else:  # the job has ended; the next pass re-opens it from this loader's state
-                    try:
-                        self._close_job()
-                    except JoaderError:
-                        pass
+                    self._abandon_job()
                     raise
 
     def _next_from_stage(self):
@@ -273,10 +270,7 @@ class Loader:
             self._pending.clear()
             self._stage.reset()
             self._fetched_all = False
-            try:
-                self._close_job()
-            except JoaderError:
-                pass
+            self._abandon_job()
 
     def __iter__(self):
         return self.batches()
@@ -313,10 +307,7 @@ class Loader:
             self._pending.clear()
             self._stage.reset()
         self._fetched_all = False
-        try:
-            self._close_job()
-        except JoaderError:
-            pass
+        self._abandon_job()
         deadline = time.monotonic() + self.reconnect
         while True:
             try:
@@ -374,6 +365,13 @@ class Loader:
         if self._own_stage and not self._inherited():
             self._stage.close()
         self._close_job()
+
+    def _abandon_job(self):
+        """Closes the job after an error or a lost daemon; a failure to close it changes nothing."""
+        try:
+            self._close_job()
+        except JoaderError:
+            pass
 
     def _close_job(self):
         if self._job is not None:

@@ -1,9 +1,7 @@
 // The client against a scripted daemon: what it does with a stream that misbehaves.
 #include "client/client.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
