@@ -4,7 +4,7 @@ import hashlib
 import numbers
 import os
 
-from . import _native
+from . import _native, autostart
 
 INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, ABORTED, UNAVAILABLE = 3, 5, 9, 10, 14  # gRPC status codes, as the daemon's errors carry them
 
@@ -97,14 +97,37 @@ class Client:
     """A connection to a Joader daemon.
 
     socket: the daemon's Unix socket; default $JOADER_SOCKET, else $XDG_RUNTIME_DIR/joader.sock,
-    else /tmp/joader-$UID/joader.sock. Raises JoaderError if no daemon listens there.
+    else /tmp/joader-$UID/joader.sock. Raises JoaderError (code 14) if no daemon listens there,
+    unless start=True: then a daemon is started on it (joader.autostart; the loaders do this).
     """
 
-    def __init__(self, socket=None):
+    def __init__(self, socket=None, start=False):
         global _started
         check_usable()
         _started = True
-        self._handle = _native.Client(socket or "")
+        self.start = bool(start)
+        try:
+            self._handle = _native.Client(socket or "")
+        except _native.JoaderError as e:
+            if not (start and getattr(e, "code", None) == UNAVAILABLE and autostart.enabled()):
+                raise
+            path = autostart.socket_path(socket)
+
+            def serving():
+                try:
+                    _native.Client(path)
+                    return True
+                except _native.JoaderError as e:
+                    if getattr(e, "code", None) != UNAVAILABLE:
+                        raise
+                    return False
+
+            try:
+                autostart.start(path, serving)
+            except (RuntimeError, OSError) as failure:
+                raise error(UNAVAILABLE, f"no Joader daemon at {path}, and one could not be started: "
+                                         f"{failure}") from None
+            self._handle = _native.Client(path)
         self._pid = os.getpid()
 
     @property

@@ -128,7 +128,7 @@ class Loader:
         self.layout = layout
         self.epochs = None if epochs is None else integer("epochs", epochs, 1)
         self.prefetch = integer("prefetch", prefetch, 1)
-        self.client = client or Client()
+        self.client = client or Client(start=True)
         self.dataset = dataset
         self.name = name or ""
         self.drop_last = bool(drop_last)
@@ -311,7 +311,7 @@ class Loader:
         deadline = time.monotonic() + self.reconnect
         while True:
             try:
-                client = Client(socket)  # a new connection: no reconnection backoff of the old one
+                client = Client(socket, start=self.client.start)  # a new connection: no backoff of the old one
                 identity = dataset_identity(client.dataset(self.dataset))
                 break
             except JoaderError as e:

@@ -1,24 +1,26 @@
 """joader.torch.DataLoader: a drop-in for torch.utils.data.DataLoader in a training loop.
 
-    from joader.torch import DataLoader
-    with DataLoader("train", batch_size=256) as loader:
-        for epoch in range(90):
-            for images, labels in loader:    # one pass = one epoch of the job, as in torch
-                ...                           # images: uint8 [B, 3, H, W], labels: int64 [B]
+    from joader.torch import DataLoader     # the one line that changes in a torch script
+    train = datasets.ImageFolder("/data/train", transform=recipe)
+    loader = DataLoader(train, batch_size=256, shuffle=True, num_workers=4, drop_last=True)
+    for epoch in range(90):
+        for images, labels in loader:        # one pass = one epoch of the job, as in torch
+            ...
 
-The shared, deterministic part of the pipeline (decode, resize, crop) runs once in the daemon for
-all jobs; per-item augmentation runs in the job (`augment=`), per-batch work (moving to the GPU,
-MixUp) in `transform`.
+Every job on the same images shares their reading and decoding (one daemon, started by the first
+loader when none serves); the dataset's transform runs per item (in C++ where Joader has the op,
+else in worker processes), per-batch work (moving to the GPU, MixUp) in `transform=`.
 """
 import math
-import warnings
 
 import numpy as np
 import torch
+from torch.utils.data import default_collate
 
 from .augment import derived_seed, fresh_seed, plan as augment_plan
 from .client import Client, integer
-from .loader import Loader, check_resumable, dataset_identity, exhausted, reconnect_seconds, subset_ids
+from . import datasets
+from .loader import Loader, check_resumable, dataset_identity, exhausted, item_ids, reconnect_seconds, subset_ids
 from .pool import PythonStage
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -32,14 +34,14 @@ def _distributed():
     return None
 
 
-def _refuse_torch_only(shuffle, sampler, batch_sampler, collate_fn, generator, timeout):
+def _refuse_torch_only(shuffle, batch_sampler, collate_fn, generator, timeout):
     """torch DataLoader arguments that mean nothing for a Joader job: ValueError saying why."""
     if shuffle is False:
-        raise ValueError("shuffle=False: Joader always gives each epoch in a uniformly random order (drawn so that "
-                         "jobs on one dataset share their loads); leave shuffle out. An evaluation's result does not "
-                         "depend on the order")
+        raise ValueError("shuffle=False is not supported yet: Joader gives each epoch in a uniformly random order "
+                         "(drawn so that jobs on one dataset share their loads); an evaluation's result does not "
+                         "depend on the order. Leave shuffle out, or use torch.utils.data.DataLoader where the order "
+                         "matters")
     for name, value, why in (
-            ("sampler", sampler, "the order is Joader's; give the subset as indices="),
             ("batch_sampler", batch_sampler, "give batch_size= (and drop_last=); the subset as indices="),
             ("collate_fn", collate_fn, "batches are stacked tensors; use transform=(images, labels) for per-batch work"),
             ("generator", generator, "the order is Joader's; augment_seed= makes augmentation reproducible, seed= "
@@ -49,6 +51,37 @@ def _refuse_torch_only(shuffle, sampler, batch_sampler, collate_fn, generator, t
     if timeout:
         raise ValueError("timeout= is not supported: Joader does not hang silently (a job that cannot be served gets "
                          "an error within seconds, a dead worker is an error, Ctrl-C works); leave it at 0")
+
+
+def _sampler_meaning(sampler, dataset, shuffle):
+    """What torch's `sampler=` means for a Joader job: (indices or None, DistributedSampler or None).
+    SubsetRandomSampler(ids) is indices=ids, RandomSampler() shuffle=True, DistributedSampler the
+    job's data-parallel rank (with its seed, drop_last and set_epoch); others are refused."""
+    from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler, SubsetRandomSampler
+    if sampler is None:
+        return None, None
+    if shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")  # torch's own words
+    kind = type(sampler).__name__
+    if isinstance(sampler, DistributedSampler):
+        if sampler.dataset is not dataset:
+            raise ValueError("the DistributedSampler is over another dataset than the DataLoader's")
+        if not sampler.shuffle:
+            raise ValueError("DistributedSampler(shuffle=False) is not supported yet: Joader gives each epoch in a "
+                             "uniformly random order; leave shuffle at True")
+        return None, sampler
+    if isinstance(sampler, SubsetRandomSampler):
+        return [int(i) for i in sampler.indices], None
+    if isinstance(sampler, RandomSampler):
+        if sampler.replacement or sampler._num_samples is not None:
+            raise ValueError("RandomSampler(replacement=True) or with num_samples is not supported: a Joader job "
+                             "gives each item of its subset exactly once per epoch")
+        return None, None
+    if isinstance(sampler, SequentialSampler):
+        raise ValueError("SequentialSampler is shuffle=False, which is not supported yet: Joader gives each epoch in "
+                         "a uniformly random order")
+    raise ValueError(f"sampler={kind} is not supported by joader.torch.DataLoader: it takes DistributedSampler, "
+                     "SubsetRandomSampler and RandomSampler (without replacement); give a subset as indices=")
 
 
 def partition(n, world_size, rank, seed, epoch, drop_last=False):
@@ -69,7 +102,11 @@ def partition(n, world_size, rank, seed, epoch, drop_last=False):
 class DataLoader:
     """Yields (images, labels) tensors; each pass over it is one epoch of the job.
 
-    dataset: a dataset name known to the daemon. indices: the job's subset (default all items).
+    dataset: a torchvision ImageFolder or DatasetFolder with the default image loader, or a
+    torch.utils.data.Subset of one (its transform is the per-item pipeline, its target_transform
+    applies to labels; joader.datasets), or a dataset name known to the daemon (see `augment`).
+    `loader.dataset` is what was given. indices: the job's subset (default all items): positions in
+    the given dataset.
     epochs: passes allowed (None, the default: as many as the loop makes, like torch's
     DataLoader; a pass beyond an explicit epochs raises JoaderError). The job stays registered
     between passes, so the daemon keeps preparing ahead, until close() (or `with`, or garbage
@@ -89,10 +126,14 @@ class DataLoader:
     runs in C++, the rest per item in `num_workers` worker processes (None: augment_threads of them;
     0: in this process), started with `multiprocessing_context` ("fork" by default, as torch's),
     `worker_init_fn(worker_id)` called in each; `prefetch_factor` batches (default 2) are in the
-    workers' hands ahead of the one the loop trains on. torch's DataLoader arguments that have no
-    meaning here are refused with the reason (shuffle=False, sampler, batch_sampler, collate_fn,
-    generator, timeout); pin_memory=True pins each batch when CUDA is available (else warns, as
-    torch does); persistent_workers is accepted (the workers always persist until close()).
+    workers' hands ahead of the one the loop trains on. shuffle=True (or left out) is Joader's
+    order: uniformly random each epoch. sampler: DistributedSampler(ds, num_replicas, rank, seed=,
+    drop_last=) makes this the job's rank, each pass the epoch its set_epoch() chose (the ranks'
+    parts are the sampler's own); SubsetRandomSampler(ids) is indices=ids; RandomSampler() (without
+    replacement) is shuffle=True. torch's arguments that have no meaning here yet are refused with
+    the reason (shuffle=False, other samplers, batch_sampler, collate_fn, generator, timeout);
+    pin_memory=True pins each batch when CUDA is available (else nothing, as torch 1.13);
+    persistent_workers is accepted (the workers always persist until close()).
     """
 
     def __init__(self, dataset, batch_size=1, indices=None, epochs=None, name=None, client=None, rank=None,
@@ -100,9 +141,38 @@ class DataLoader:
                  std=IMAGENET_STD, transform=None, drop_last=False, seed=0, prefetch=4, with_indices=False,
                  augment=None, augment_seed=None, augment_threads=2, reconnect=True, num_workers=None,
                  worker_init_fn=None, multiprocessing_context=None, prefetch_factor=None, persistent_workers=False,
-                 pin_memory=False, shuffle=True, sampler=None, batch_sampler=None, collate_fn=None, generator=None,
+                 pin_memory=False, shuffle=None, sampler=None, batch_sampler=None, collate_fn=None, generator=None,
                  timeout=0):
-        _refuse_torch_only(shuffle, sampler, batch_sampler, collate_fn, generator, timeout)
+        _refuse_torch_only(shuffle, batch_sampler, collate_fn, generator, timeout)
+        self.dataset = dataset  # what the caller gave, as torch's loader.dataset
+        served = None if isinstance(dataset, str) else datasets.describe(dataset)
+        sampled, self._sampler = _sampler_meaning(sampler, dataset, shuffle)
+        if sampled is not None:
+            if indices is not None:
+                raise ValueError("give the subset once: as indices= or as a SubsetRandomSampler")
+            indices = sampled
+        target_transform = None
+        if served is not None:
+            if augment is not None and served.transform is not None:
+                raise ValueError("the dataset's transform is the per-item pipeline; augment= would be a second one: "
+                                 "leave augment out")
+            augment = augment if served.transform is None else served.transform
+            if augment is None:
+                raise ValueError(f"the {type(served.base).__name__} has no transform, so its items are PIL images, "
+                                 "which a DataLoader cannot batch: give it a transform that ends in tensors, e.g. "
+                                 "T.Compose([T.RandomResizedCrop(224), T.ToTensor()])")
+            target_transform = served.target_transform
+            if indices is not None:  # positions in the caller's dataset (a Subset's own)
+                indices = item_ids(indices)[0].tolist()
+                if served.ids is not None:
+                    n = len(served.ids)
+                    bad = [i for i in indices if not -n <= i < n]
+                    if bad:
+                        raise IndexError(f"index {bad[0]} is out of range for a dataset of {n} items")
+                    indices = [served.ids[i] for i in indices]
+            elif served.ids is not None:
+                indices = served.ids
+        self._target_transform = target_transform
         if layout not in ("NCHW", "NHWC"):
             raise ValueError("layout must be 'NCHW' or 'NHWC'")
         if dtype not in (None, torch.uint8, torch.float32):
@@ -131,11 +201,14 @@ class DataLoader:
         if dtype is None:
             dtype = torch.uint8
         self.pin_memory = bool(pin_memory)
-        if self.pin_memory and not torch.cuda.is_available():
-            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
-                          "memory won't be used.")
-            self.pin_memory = False
+        self._pin = self.pin_memory and torch.cuda.is_available()  # as torch 1.13: without CUDA, silently not
         self.persistent_workers = bool(persistent_workers)
+        self._partition_drop_last = drop_last
+        if self._sampler is not None:
+            if rank is not None or world_size is not None:
+                raise ValueError("give the rank once: as rank=/world_size= or as a DistributedSampler")
+            rank, world_size = self._sampler.rank, self._sampler.num_replicas
+            seed, self._partition_drop_last = self._sampler.seed, self._sampler.drop_last
         dist = _distributed()
         if rank is None and world_size is None and dist is not None:
             rank, world_size = dist
@@ -146,7 +219,7 @@ class DataLoader:
         batch_size = integer("batch_size", batch_size, 1)
         epochs = None if epochs is None else integer("epochs", epochs, 1)
         seed = integer("seed", seed)
-        self.dataset, self.batch_size, self.epochs, self.name = dataset, batch_size, epochs, name
+        self.batch_size, self.epochs, self.name = batch_size, epochs, name
         self.layout, self.dtype, self.transform = layout, dtype, transform
         self.drop_last, self.seed, self.prefetch, self.with_indices = drop_last, seed, prefetch, with_indices
         # float32 batches are converted by the native gather in the pass that writes them: () scales
@@ -171,7 +244,10 @@ class DataLoader:
         if augmenting:
             self.augment_seed = fresh_seed() if augment_seed is None else integer("augment_seed", augment_seed, 0,
                                                                                    2**64 - 1)
-        self.client = client or Client()  # one connection for the job's set-up and its loaders
+        self.client = client or Client(start=True)  # one connection for the job's set-up and its loaders
+        if served is not None:
+            dataset = datasets.register(self.client, served.base)
+        self._name = dataset  # the daemon's name of the dataset
         self._subset = None if indices is None else subset_ids(self.client, dataset, indices)
         info = self.client.dataset(dataset)
         if plan.python and info["raw"]:
@@ -193,7 +269,7 @@ class DataLoader:
             self._loader = self._make_loader(self._subset, epochs, state)
 
     def _make_loader(self, indices, epochs, state, augment_seed=None):
-        loader = Loader(self.dataset, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
+        loader = Loader(self._name, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
                       client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
                       augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
                       augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect,
@@ -212,14 +288,14 @@ class DataLoader:
 
     def _rank_part(self, epoch):
         n = self._subset_size()
-        positions = partition(n, self.world_size, self.rank, self.seed, epoch, self.drop_last)
+        positions = partition(n, self.world_size, self.rank, self.seed, epoch, self._partition_drop_last)
         return np.asarray(positions) if self._subset is None else self._subset[positions]
 
     def __len__(self):
         """Batches per epoch (per rank)."""
         n = self._subset_size()
         if self.world_size > 1:
-            n = n // self.world_size if self.drop_last else math.ceil(n / self.world_size)
+            n = n // self.world_size if self._partition_drop_last else math.ceil(n / self.world_size)
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def _to_tensors(self, batch):
@@ -230,7 +306,9 @@ class DataLoader:
         if self._python_tensors and self._expected_dtype is not None and images.dtype != self._expected_dtype:
             raise ValueError(f"augment gives {images.dtype} tensors but dtype={self._expected_dtype}: leave dtype "
                              "out (the pipeline's tensors are the batch), or change the pipeline")
-        if self.pin_memory:
+        if self._target_transform is not None:  # per label, as the dataset's __getitem__ applies it
+            labels = default_collate([self._target_transform(int(label)) for label in batch.labels])
+        if self._pin:
             images, labels = images.pin_memory(), labels.pin_memory()
         if self.transform is not None:
             images, labels = self.transform(images, labels)
@@ -241,13 +319,20 @@ class DataLoader:
     def __iter__(self):
         if self.epochs is not None and self._epoch >= self.epochs:
             raise exhausted(self.epochs, "DataLoader")
+        if self._sampler is not None and self.world_size > 1 and self._sampler.epoch != self._epoch:
+            # set_epoch(e) chose the epoch of this pass (torch's DistributedSampler law): a part of
+            # another epoch left by a `break` is abandoned, as torch starts the new epoch afresh.
+            if self._loader is not None:
+                self._loader.close()
+                self._loader, self._state = None, None
+            self._epoch = self._sampler.epoch
         if self.world_size > 1 and self._loader is None:
             # Each epoch, this rank's part of the DistributedSampler-style partition is one
             # one-epoch job; a resumed epoch skips what was consumed.
             part = self._rank_part(self._epoch)
             state = None
             if self._state is not None and int(self._state["epoch"]) == self._epoch:
-                state = {"dataset": self.dataset, "epoch": 0, "consumed": self._state["consumed"]}
+                state = {"dataset": self._name, "epoch": 0, "consumed": self._state["consumed"]}
             # Each epoch is a one-epoch job (the daemon counts it as epoch 0): the crops' seed is
             # derived from the job's seed, this rank and the real epoch, so ranks and epochs differ.
             seed = None if self.augment_seed is None else derived_seed(self.augment_seed, self.rank, self._epoch)
@@ -272,11 +357,11 @@ class DataLoader:
         if self.augment_seed is not None:
             extra["augment_seed"] = self.augment_seed
         if self._loader is None:
-            return {"dataset": self.dataset, "epoch": self._epoch, "consumed": [], **extra}
+            return {"dataset": self._name, "epoch": self._epoch, "consumed": [], **extra}
         sd = self._loader.state_dict()
         if self.world_size > 1:
             if sd["epoch"] > 0:  # this rank's part of the epoch is done
-                return {"dataset": self.dataset, "epoch": self._epoch + 1, "consumed": [], **extra}
+                return {"dataset": self._name, "epoch": self._epoch + 1, "consumed": [], **extra}
             sd = dict(sd, epoch=self._epoch)
         return {**sd, **extra}
 

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,8 +23,10 @@
 
 #include "client/client.h"
 #include "client/report.h"
+#include "ipc/daemon_trust.h"
 #include "ipc/paths.h"
 #include "server/daemon.h"
+#include "server/idle_exit.h"
 #include "server/rpc/listener.h"
 #include "server/rpc/metrics.h"
 
@@ -43,6 +46,7 @@ struct ServeOptions {
   DaemonOptions daemon;
   std::string cache_size = fmt::format("{}MiB", EngineOptions{}.cache_bytes >> 20), state, allow_group, data_root,
               metrics;
+  double idle_exit = 0;  // seconds without a job after which the daemon exits; 0: never
 };
 
 // The flag of `joader serve` that sets a DaemonOptions field.
@@ -124,9 +128,27 @@ int run_serve(const ServeOptions& o) {
                daemon->metrics_port());
   }
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  fmt::print(stderr, "joader: {} received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  if (o.idle_exit > 0) {
+    fmt::print(stderr, "joader: exits after {:g} s without a job (--idle-exit)\n", o.idle_exit);
+  }
+  IdleExit idle(o.idle_exit, IdleExit::Clock::now());
+  const timespec look_every{1, 0};
+  for (;;) {
+    const int sig = o.idle_exit > 0 ? sigtimedwait(&stop_signals, nullptr, &look_every) : [&] {
+      int s = 0;
+      sigwait(&stop_signals, &s);
+      return s;
+    }();
+    if (sig == SIGINT || sig == SIGTERM) {
+      fmt::print(stderr, "joader: {} received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      break;
+    }
+    const v1::StatusReply now = daemon->engine().status();
+    if (idle.due(static_cast<uint64_t>(now.jobs_size()), now.jobs_opened(), IdleExit::Clock::now())) {
+      fmt::print(stderr, "joader: no job for {:g} s (--idle-exit), shutting down\n", o.idle_exit);
+      break;
+    }
+  }
   daemon->stop();
   return 0;
 }
@@ -297,6 +319,70 @@ int run_status(const std::string& socket, bool json, double watch_seconds) {
   }
 }
 
+// Whether process `pid` has exited (gone, or a zombie its parent has not reaped yet).
+bool process_gone(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (f == nullptr) return true;
+  char state = 0;
+  // "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'.
+  std::string line(512, '\0');
+  const size_t n = std::fread(line.data(), 1, line.size(), f);
+  std::fclose(f);
+  line.resize(n);
+  const size_t paren = line.rfind(')');
+  if (paren != std::string::npos && paren + 2 < line.size()) state = line[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+int run_stop(const std::string& socket_arg, double timeout) {
+  const std::string socket = socket_arg.empty() ? default_socket_path() : socket_arg;
+  DaemonPeer peer{};
+  try {
+    peer = check_daemon_trusted(socket, socket != builtin_socket_path());
+  } catch (const DaemonTrustError& e) {
+    if (e.kind() == DaemonTrustError::kNoDaemon) {
+      fmt::print("no Joader daemon at {}: nothing to stop\n", socket);
+      return 0;
+    }
+    print_error(e);
+    return 1;
+  }
+  if (peer.pid <= 0) {
+    fmt::print(stderr, "error: the daemon at {} runs in another PID namespace (a container): stop it there\n", socket);
+    return 1;
+  }
+  if (kill(peer.pid, SIGTERM) != 0) {
+    if (errno == EPERM) {
+      fmt::print(stderr, "error: the daemon at {} (pid {}) runs as {}: only that user or root can stop it\n", socket,
+                 peer.pid, describe_user(peer.uid));
+    } else {
+      fmt::print(stderr, "error: cannot signal the daemon at {} (pid {}): {}\n", socket, peer.pid, std::strerror(errno));
+    }
+    return 1;
+  }
+  // The daemon ends its jobs (each is told why), removes its arena, then its socket, then exits.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+  for (;;) {
+    bool listening = true;
+    try {
+      check_daemon_trusted(socket, true);
+    } catch (const DaemonTrustError& e) {
+      listening = e.kind() != DaemonTrustError::kNoDaemon;
+    }
+    if (!listening && process_gone(peer.pid)) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      fmt::print(stderr, "error: the daemon at {} (pid {}) did not stop within {:g} s of SIGTERM (see its log; "
+                 "`kill -KILL {}` ends it, and the next daemon removes what it leaves)\n", socket, peer.pid, timeout,
+                 peer.pid);
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  fmt::print("stopped the Joader daemon at {} (pid {})\n", socket, peer.pid);
+  return 0;
+}
+
 void add_socket_option(CLI::App* cmd, std::string& socket) {
   cmd->add_option("--socket", socket, "The daemon's Unix socket (default: $JOADER_SOCKET, else $XDG_RUNTIME_DIR/joader.sock, else /tmp/joader-$UID/joader.sock)");
 }
@@ -351,6 +437,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.001, 86400.0));
   cmd->add_option("--state", o->state,
                   "File keeping the dataset registrations across restarts (default: SOCKET.datasets.json; 'none': not kept)");
+  cmd->add_option("--idle-exit", o->idle_exit,
+                  "Exit after SECONDS with no job (0, the default: never; a daemon started by a loader uses "
+                  "$JOADER_IDLE_EXIT, default 600)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });
 }
 
@@ -389,6 +479,17 @@ void add_dataset_command(CLI::App& app, int& exit_code) {
   r->add_option("name", *rm_name, "Dataset name")->required();
   add_socket_option(r, *rm_socket);
   r->callback([rm_socket, rm_name, &exit_code] { exit_code = run_dataset_rm(*rm_socket, *rm_name); });
+}
+
+void add_stop_command(CLI::App& app, int& exit_code) {
+  auto socket = std::make_shared<std::string>();
+  auto timeout = std::make_shared<double>(30);
+  CLI::App* cmd = app.add_subcommand(
+      "stop", "Stop the daemon gracefully (SIGTERM to the process serving the socket) and wait until it is gone");
+  add_socket_option(cmd, *socket);
+  cmd->add_option("--timeout", *timeout, "Seconds to wait for it to exit")->capture_default_str()->check(
+      CLI::Range(0.0, 86400.0));
+  cmd->callback([socket, timeout, &exit_code] { exit_code = run_stop(*socket, *timeout); });
 }
 
 void add_job_command(CLI::App& app, int& exit_code) {

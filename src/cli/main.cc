@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   joader::cli::add_dataset_command(app, exit_code);
   joader::cli::add_job_command(app, exit_code);
   joader::cli::add_status_command(app, exit_code);
+  joader::cli::add_stop_command(app, exit_code);
   joader::cli::add_top_command(app, exit_code);
   joader::cli::add_simulate_command(app, exit_code);
   joader::cli::add_demo_command(app, exit_code);

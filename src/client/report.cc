@@ -71,6 +71,8 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"policy", s.policy()},
           {"loader_threads", s.loader_threads()},
           {"uptime_seconds", s.uptime_seconds()},
+          {"pid", s.pid()},
+          {"jobs_opened", s.jobs_opened()},
           {"datasets", datasets},
           {"jobs", jobs}};
 }

@@ -21,6 +21,7 @@
 #include "client/fork_safety.h"
 #include "client/layout.h"
 #include "client/report.h"
+#include "ipc/paths.h"
 #include "ipc/shared_arena.h"
 #include "prep/augment.h"
 #include "prep/color.h"
@@ -530,6 +531,8 @@ PYBIND11_MODULE(_native, m) {
     disconnect_inherited_daemon_sockets();
     if (carried) grpc_postfork_child();
   });
+  // The socket a Client without one uses: $JOADER_SOCKET, else the per-user default.
+  m.def("default_socket_path", [] { return default_socket_path(); });
   m.def("check_augment", [](const std::vector<OpTuple>& augment) { return pipeline_output_size(checked_ops(augment)); });
   // The batch of images a Python pipeline gave (uint8 [n, H, W, 3], any strides of whole images)
   // written into dst: [n, 3, H, W] with chw, else [n, H, W, 3]; float32 when to_float is not None

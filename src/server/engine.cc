@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 namespace joader {
@@ -175,6 +177,7 @@ v1::StatusReply Engine::status() {
   out.set_arena_ready(ready);
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
+  out.set_pid(static_cast<uint32_t>(getpid()));
   return out;
 }
 

@@ -763,6 +763,7 @@ v1::StatusReply ServingState::status(double now) const {
   out.set_cache_capacity(store_->capacity());
   out.set_pinned_bytes(store_->pinned_bytes());
   out.set_skipped(n_skipped_);
+  out.set_jobs_opened(next_job_id_ - 1);
   out.set_space_waits(n_space_waits_);
   out.set_split_items(store_->split_items());
   out.set_cached_items(store_->items());

@@ -56,7 +56,7 @@ def run(*args):
 def test_usage_errors_are_one_line_naming_what_is_wrong(workdir):
     r = run("statsu")
     assert r.returncode == 2 and r.stderr == (
-        "error: unknown command 'statsu' for joader (commands: serve, dataset, job, status, top, simulate, demo; "
+        "error: unknown command 'statsu' for joader (commands: serve, dataset, job, status, stop, top, simulate, demo; "
         "see joader --help)\n")
     r = run("dataset", "lst")
     assert r.returncode == 2 and "unknown command 'lst' for joader dataset (commands: add, list, rm;" in r.stderr

@@ -12,6 +12,9 @@ BUILD = os.environ.get("JOADER_BUILD", os.path.join(os.path.dirname(__file__), "
 sys.path.insert(0, os.path.join(BUILD, "python"))
 JOADER = os.path.join(BUILD, "joader")
 MAKE_IMAGES = os.path.join(BUILD, "make_images")
+# A loader with no daemon fails here, as before, instead of starting one on the user's default
+# socket; the tests of starting one (test_drop_in.py) turn it on for their own socket.
+os.environ["JOADER_AUTOSTART"] = "0"
 
 
 def Daemon(workdir, **kwargs):

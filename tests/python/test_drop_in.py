@@ -1,0 +1,227 @@
+"""A stock torch script changes one import: dataset objects, torch's samplers, a daemon nobody
+started (issue 38)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import pytest
+import torch
+import torchvision.transforms as T
+from torch.utils.data import (DistributedSampler, RandomSampler, SequentialSampler, Subset, SubsetRandomSampler,
+                              WeightedRandomSampler)
+from torchvision import datasets
+from torchvision.datasets.folder import DatasetFolder
+
+from conftest import BUILD, JOADER, photo_imagefolder
+
+import joader
+import joader.torch
+
+EVAL = T.Compose([T.Resize(40), T.CenterCrop(32), T.ToTensor()])
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    """14 real photos of several kinds, 60..700 px, in two classes."""
+    return photo_imagefolder(tmp_path_factory.mktemp("photos"), 14, 60, 700)
+
+
+def one_epoch(loader):
+    ids, images, labels = [], [], []
+    for x, y, i in loader:
+        images += list(x)
+        labels += y.tolist()
+        ids += i.tolist()
+    return ids, images, labels
+
+
+def test_an_imagefolder_subset_gives_torchs_items_its_target_transform_and_len(client, photos):
+    ds = datasets.ImageFolder(photos, transform=EVAL, target_transform=lambda y: 10 + y)
+    fold = Subset(Subset(ds, list(range(1, 13))), [0, 2, 4, 6, 8, 9, 11])  # base ids 1 3 5 7 9 10 12
+    loader = joader.torch.DataLoader(fold, batch_size=3, client=client, with_indices=True)
+    assert loader.dataset is fold and len(loader.dataset) == 7
+    assert len(loader) == 3
+    ids, images, labels = one_epoch(loader)
+    assert sorted(ids) == [1, 3, 5, 7, 9, 10, 12]
+    for i, image, label in zip(ids, images, labels):
+        expected, target = ds[i]
+        assert label == target == 10 + ds.targets[i]
+        assert torch.equal(image, expected), f"item {i} ({ds.samples[i][0]}) differs from torchvision's"
+    # A second object on the same folder is the same dataset: one registration for a sweep.
+    again = joader.torch.DataLoader(datasets.ImageFolder(photos, transform=EVAL), batch_size=7, client=client)
+    assert len(list(again)) == 2
+    assert len(client.datasets()) == 1
+
+
+def test_a_datasetfolder_is_served_with_its_own_classes_and_extensions(client, photos):
+    ds = DatasetFolder(photos, loader=datasets.folder.default_loader, extensions=(".png",), transform=EVAL)
+    loader = joader.torch.DataLoader(ds, batch_size=4, client=client, with_indices=True)
+    ids, _, labels = one_epoch(loader)
+    assert sorted(ids) == list(range(len(ds)))
+    assert labels == [ds.targets[i] for i in ids]
+
+
+class Custom(torch.utils.data.Dataset):
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, i):
+        return torch.zeros(3), i
+
+
+class OwnItems(datasets.ImageFolder):
+    def __getitem__(self, i):
+        return super().__getitem__(i)[0], 0
+
+
+def test_a_dataset_joader_cannot_reproduce_is_refused_saying_what_is_accepted(client, photos):
+    def own_loader(path):
+        return datasets.folder.pil_loader(path).rotate(90)
+
+    cases = [(Custom(), "Custom is none of these"),
+             (OwnItems(photos, transform=EVAL), "OwnItems has its own __getitem__"),
+             (datasets.ImageFolder(photos, transform=EVAL, loader=own_loader), "reads its files with 'own_loader'")]
+    for dataset, says in cases:
+        with pytest.raises(TypeError) as e:
+            joader.torch.DataLoader(dataset, batch_size=2, client=client)
+        assert says in str(e.value) and "ImageFolder" in str(e.value)
+    with pytest.raises(ValueError, match="no transform"):
+        joader.torch.DataLoader(datasets.ImageFolder(photos), batch_size=2, client=client)
+    with pytest.raises(ValueError, match="augment= would be a second one"):
+        joader.torch.DataLoader(datasets.ImageFolder(photos, transform=EVAL), augment=EVAL, client=client)
+
+
+def test_distributed_sampler_ranks_get_torchs_parts_and_follow_set_epoch(client, photos):
+    ds = datasets.ImageFolder(photos, transform=EVAL)
+    samplers = [DistributedSampler(ds, num_replicas=3, rank=r, seed=7) for r in range(3)]
+    loaders = [joader.torch.DataLoader(ds, batch_size=2, sampler=s, client=client, with_indices=True) for s in samplers]
+    torch_len = len(torch.utils.data.DataLoader(ds, batch_size=2, sampler=samplers[0]))
+    assert [len(dl) for dl in loaders] == [torch_len] * 3
+    parts_seen = []
+    for epoch in (0, 1, 1, 4):  # the same epoch twice gives the same parts, as torch's sampler does
+        parts = []
+        for s, dl in zip(samplers, loaders):
+            s.set_epoch(epoch)
+            ids = one_epoch(dl)[0]
+            assert sorted(ids) == sorted(iter(s)), f"rank {s.rank}, epoch {epoch}: not the sampler's part"
+            parts.append(sorted(ids))
+        assert set(i for p in parts for i in p) == set(range(len(ds)))  # 14 items, 15 places: one twice
+        parts_seen.append(parts)
+    assert parts_seen[1] == parts_seen[2] and parts_seen[0] != parts_seen[3]
+
+
+def test_torchs_other_samplers_mean_what_they_mean_in_torch_or_are_refused(client, photos):
+    ds = datasets.ImageFolder(photos, transform=EVAL)
+    fold = joader.torch.DataLoader(ds, batch_size=4, sampler=SubsetRandomSampler([0, 5, 6]), client=client,
+                                   with_indices=True)
+    assert sorted(one_epoch(fold)[0]) == [0, 5, 6]
+    shuffled = joader.torch.DataLoader(ds, batch_size=4, sampler=RandomSampler(ds), client=client, with_indices=True)
+    assert sorted(one_epoch(shuffled)[0]) == list(range(len(ds)))
+    refused = [(dict(sampler=SequentialSampler(ds)), "SequentialSampler is shuffle=False"),
+               (dict(sampler=RandomSampler(ds, replacement=True)), "replacement=True"),
+               (dict(sampler=WeightedRandomSampler([1.0] * len(ds), 4)), "sampler=WeightedRandomSampler is not"),
+               (dict(sampler=RandomSampler(ds), shuffle=True), "mutually exclusive with shuffle"),
+               (dict(shuffle=False), "shuffle=False is not supported yet")]
+    for kwargs, says in refused:
+        with pytest.raises(ValueError, match=says):
+            joader.torch.DataLoader(ds, batch_size=4, client=client, **kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="torch's CPU-only behaviour")
+def test_pin_memory_without_cuda_says_nothing_as_torch(client, photos):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loader = joader.torch.DataLoader(datasets.ImageFolder(photos, transform=EVAL), batch_size=14, pin_memory=True,
+                                         client=client)
+        assert next(iter(loader))[0].shape == (14, 3, 32, 32)
+
+
+# ---- a daemon nobody started ----
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {python!r})
+    import torchvision.transforms as T
+    from torchvision import datasets
+    from joader.torch import DataLoader
+    ds = datasets.ImageFolder({photos!r}, transform=T.Compose([T.RandomResizedCrop(24), T.ToTensor()]))
+    loader = DataLoader(ds, batch_size=4, shuffle=True, num_workers=0, drop_last=True)
+    for epoch in range(2):
+        n = sum(len(y) for x, y in loader)
+        assert n == len(ds) // 4 * 4, n
+    print("ok", len(loader))
+""")
+
+
+def auto_env(workdir, **extra):
+    env = dict(os.environ, JOADER_SOCKET=os.path.join(workdir, "j.sock"), JOADER_BIN=JOADER)
+    env.pop("JOADER_AUTOSTART", None)
+    env.update({"JOADER_CACHE_SIZE": "64MiB", **extra})
+    return env
+
+
+@pytest.fixture
+def autostart_dir(workdir):
+    """A private folder for a daemon the loaders start; whatever daemon serves there at the end is
+    stopped."""
+    yield workdir
+    joader_cli("stop", env=auto_env(workdir))
+
+
+def joader_cli(*args, env):
+    return subprocess.run([JOADER, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def shm_arenas(pid):
+    return [n for n in os.listdir("/dev/shm") if n.startswith(f"joader-{os.getuid()}-{pid}-")]
+
+
+def test_concurrent_first_loaders_start_exactly_one_daemon_and_joader_stop_leaves_nothing(autostart_dir, photos):
+    env = auto_env(autostart_dir)
+    script = SCRIPT.format(python=os.path.join(BUILD, "python"), photos=photos)
+    jobs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(3)]
+    results = [(p.wait(timeout=240), *p.communicate()) for p in jobs]
+    for code, out, err in results:
+        assert code == 0 and out.strip() == "ok 3", err
+    started = [line for _, _, err in results for line in err.splitlines() if "joader: started a daemon" in line]
+    assert len(started) == 1, started
+    assert f"log {autostart_dir}/j.log" in started[0]
+    status = json.loads(joader_cli("status", "--json", env=env).stdout)
+    pid = status["pid"]
+    assert f"pid {pid}," in started[0] and status["jobs_opened"] == 3 and status["jobs"] == []
+    assert shm_arenas(pid)
+    stop = joader_cli("stop", env=env)
+    assert stop.returncode == 0 and f"(pid {pid})" in stop.stdout, stop.stderr
+    assert not os.path.exists(env["JOADER_SOCKET"]) and shm_arenas(pid) == []
+    again = joader_cli("stop", env=env)
+    assert again.returncode == 0 and "nothing to stop" in again.stdout
+
+
+def test_a_started_daemon_exits_after_its_idle_time_and_the_next_loader_starts_another(autostart_dir, photos):
+    env = auto_env(autostart_dir, JOADER_IDLE_EXIT="1")
+    script = SCRIPT.format(python=os.path.join(BUILD, "python"), photos=photos)
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
+        assert run.returncode == 0 and "joader: started a daemon" in run.stderr, run.stderr
+        deadline = time.monotonic() + 60
+        while os.path.exists(env["JOADER_SOCKET"]):
+            assert time.monotonic() < deadline, "the idle daemon did not exit"
+            time.sleep(0.1)
+    with open(os.path.join(autostart_dir, "j.log")) as f:
+        assert f.read().count("no job for 1 s (--idle-exit), shutting down") == 2
+
+
+def test_a_daemon_that_cannot_start_is_an_error_quoting_its_log(autostart_dir, photos):
+    script = SCRIPT.format(python=os.path.join(BUILD, "python"), photos=photos)
+    run = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir, JOADER_CACHE_SIZE="lots"),
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode != 0
+    assert "one could not be started" in run.stderr and "--cache-size: 'lots' is not a size" in run.stderr
+    off = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir, JOADER_AUTOSTART="0"),
+                         capture_output=True, text=True, timeout=240)
+    assert off.returncode != 0 and "no Joader daemon at" in off.stderr and "could not be started" not in off.stderr
