@@ -115,13 +115,16 @@ class Loader:
     (one pass over the bytes; cheaper than gathering NHWC and permuting). reconnect: when the daemon
     is lost (killed, restarted), wait up to 60 s (True), that many seconds (a number) or not at all
     (False) for it to serve again, then continue the job exactly where it was, from its own state:
-    nothing consumed is repeated, nothing unconsumed is lost.
+    nothing consumed is repeated, nothing unconsumed is lost. shuffle=False: each epoch in the
+    order of `indices` (of the dataset's items without them), as torch's SequentialSampler; the
+    job still shares the daemon's cache with the others, whose orders stay uniformly random.
     """
 
     def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
                  drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2, layout="NHWC",
-                 reconnect=True, num_workers=None, worker_init_fn=None, _stage=None):
+                 reconnect=True, num_workers=None, worker_init_fn=None, shuffle=True, _stage=None):
         self.batch_size = integer("batch_size", batch_size, 1)
+        self.shuffle = bool(shuffle)
         self.reconnect = reconnect_seconds(reconnect)
         if layout not in ("NHWC", "NCHW"):
             raise error(INVALID_ARGUMENT, f"layout must be 'NHWC' or 'NCHW', not {layout!r}")
@@ -185,7 +188,8 @@ class Loader:
             epochs=0 if self.epochs is None else int(self.epochs), prefetch=int(self.prefetch),
             drop_last=bool(self.drop_last), resume_epoch=self._epoch if resume else -1, consumed=self._consumed,
             augment=self._augment, augment_seed=self.augment_seed or 0, augment_threads=self.augment_threads,
-            python_augment=[type(t).__name__ for t in self._stage.transforms] if self._stage is not None else [])
+            python_augment=[type(t).__name__ for t in self._stage.transforms] if self._stage is not None else [],
+            ordered=not self.shuffle)
         self.name = self._job.info["name"]
 
     def batches(self, until_epoch_end=False):

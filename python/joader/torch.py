@@ -34,13 +34,8 @@ def _distributed():
     return None
 
 
-def _refuse_torch_only(shuffle, batch_sampler, collate_fn, generator, timeout):
+def _refuse_torch_only(batch_sampler, collate_fn, generator, timeout):
     """torch DataLoader arguments that mean nothing for a Joader job: ValueError saying why."""
-    if shuffle is False:
-        raise ValueError("shuffle=False is not supported yet: Joader gives each epoch in a uniformly random order "
-                         "(drawn so that jobs on one dataset share their loads); an evaluation's result does not "
-                         "depend on the order. Leave shuffle out, or use torch.utils.data.DataLoader where the order "
-                         "matters")
     for name, value, why in (
             ("batch_sampler", batch_sampler, "give batch_size= (and drop_last=); the subset as indices="),
             ("collate_fn", collate_fn, "batches are stacked tensors; use transform=(images, labels) for per-batch work"),
@@ -54,43 +49,45 @@ def _refuse_torch_only(shuffle, batch_sampler, collate_fn, generator, timeout):
 
 
 def _sampler_meaning(sampler, dataset, shuffle):
-    """What torch's `sampler=` means for a Joader job: (indices or None, DistributedSampler or None).
-    SubsetRandomSampler(ids) is indices=ids, RandomSampler() shuffle=True, DistributedSampler the
-    job's data-parallel rank (with its seed, drop_last and set_epoch); others are refused."""
+    """What torch's `sampler=` means for a Joader job: (indices or None, shuffle, DistributedSampler
+    or None). SubsetRandomSampler(ids) is indices=ids, RandomSampler() shuffle=True,
+    SequentialSampler shuffle=False, DistributedSampler the job's data-parallel rank (with its
+    seed, shuffle, drop_last and set_epoch); others are refused."""
     from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler, SubsetRandomSampler
     if sampler is None:
-        return None, None
+        return None, shuffle, None
     if shuffle:
         raise ValueError("sampler option is mutually exclusive with shuffle")  # torch's own words
     kind = type(sampler).__name__
     if isinstance(sampler, DistributedSampler):
         if sampler.dataset is not dataset:
             raise ValueError("the DistributedSampler is over another dataset than the DataLoader's")
-        if not sampler.shuffle:
-            raise ValueError("DistributedSampler(shuffle=False) is not supported yet: Joader gives each epoch in a "
-                             "uniformly random order; leave shuffle at True")
-        return None, sampler
+        return None, sampler.shuffle, sampler
     if isinstance(sampler, SubsetRandomSampler):
-        return [int(i) for i in sampler.indices], None
+        return [int(i) for i in sampler.indices], True, None
     if isinstance(sampler, RandomSampler):
         if sampler.replacement or sampler._num_samples is not None:
             raise ValueError("RandomSampler(replacement=True) or with num_samples is not supported: a Joader job "
                              "gives each item of its subset exactly once per epoch")
-        return None, None
+        return None, True, None
     if isinstance(sampler, SequentialSampler):
-        raise ValueError("SequentialSampler is shuffle=False, which is not supported yet: Joader gives each epoch in "
-                         "a uniformly random order")
+        return None, False, None
     raise ValueError(f"sampler={kind} is not supported by joader.torch.DataLoader: it takes DistributedSampler, "
-                     "SubsetRandomSampler and RandomSampler (without replacement); give a subset as indices=")
+                     "SubsetRandomSampler, RandomSampler (without replacement) and SequentialSampler; give a subset "
+                     "as indices=")
 
 
-def partition(n, world_size, rank, seed, epoch, drop_last=False):
+def partition(n, world_size, rank, seed, epoch, drop_last=False, shuffle=True):
     """Positions (into the job's subset) of rank `rank`'s part of epoch `epoch`: the law of
-    torch.utils.data.DistributedSampler: a uniform permutation drawn from (seed, epoch), padded by
-    repeating its head (or cut, with drop_last) to a multiple of world_size, dealt round-robin."""
-    g = torch.Generator()
-    g.manual_seed(seed + epoch)
-    perm = torch.randperm(n, generator=g).tolist()
+    torch.utils.data.DistributedSampler: a uniform permutation drawn from (seed, epoch) (with
+    shuffle=False the subset's order), padded by repeating its head (or cut, with drop_last) to a
+    multiple of world_size, dealt round-robin."""
+    if shuffle:
+        g = torch.Generator()
+        g.manual_seed(seed + epoch)
+        perm = torch.randperm(n, generator=g).tolist()
+    else:
+        perm = list(range(n))
     if drop_last:
         perm = perm[: n - n % world_size]
     else:
@@ -126,12 +123,15 @@ class DataLoader:
     runs in C++, the rest per item in `num_workers` worker processes (None: augment_threads of them;
     0: in this process), started with `multiprocessing_context` ("fork" by default, as torch's),
     `worker_init_fn(worker_id)` called in each; `prefetch_factor` batches (default 2) are in the
-    workers' hands ahead of the one the loop trains on. shuffle=True (or left out) is Joader's
-    order: uniformly random each epoch. sampler: DistributedSampler(ds, num_replicas, rank, seed=,
+    workers' hands ahead of the one the loop trains on. shuffle=True: each epoch uniformly random
+    (shared with the other jobs); shuffle=False: in the dataset's (the Subset's, the indices')
+    order, as torch's SequentialSampler; left out: False for a dataset object, as in torch, True
+    for a dataset name. sampler: DistributedSampler(ds, num_replicas, rank, shuffle=, seed=,
     drop_last=) makes this the job's rank, each pass the epoch its set_epoch() chose (the ranks'
     parts are the sampler's own); SubsetRandomSampler(ids) is indices=ids; RandomSampler() (without
-    replacement) is shuffle=True. torch's arguments that have no meaning here yet are refused with
-    the reason (shuffle=False, other samplers, batch_sampler, collate_fn, generator, timeout);
+    replacement) is shuffle=True, SequentialSampler shuffle=False. torch's arguments that have no
+    meaning here are refused with the reason (other samplers, batch_sampler, collate_fn, generator,
+    timeout);
     pin_memory=True pins each batch when CUDA is available (else nothing, as torch 1.13);
     persistent_workers is accepted (the workers always persist until close()).
     """
@@ -143,10 +143,13 @@ class DataLoader:
                  worker_init_fn=None, multiprocessing_context=None, prefetch_factor=None, persistent_workers=False,
                  pin_memory=False, shuffle=None, sampler=None, batch_sampler=None, collate_fn=None, generator=None,
                  timeout=0):
-        _refuse_torch_only(shuffle, batch_sampler, collate_fn, generator, timeout)
+        _refuse_torch_only(batch_sampler, collate_fn, generator, timeout)
         self.dataset = dataset  # what the caller gave, as torch's loader.dataset
         served = None if isinstance(dataset, str) else datasets.describe(dataset)
-        sampled, self._sampler = _sampler_meaning(sampler, dataset, shuffle)
+        sampled, shuffle, self._sampler = _sampler_meaning(sampler, dataset, shuffle)
+        # torch's default order (shuffle=False) for a dataset object, as the script it drops into
+        # expects; Joader's (uniformly random) for a dataset name, as ever.
+        self.shuffle = bool(shuffle) if shuffle is not None else served is None
         if sampled is not None:
             if indices is not None:
                 raise ValueError("give the subset once: as indices= or as a SubsetRandomSampler")
@@ -273,7 +276,7 @@ class DataLoader:
                       client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
                       augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
                       augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect,
-                      _stage=self._stage)
+                      shuffle=self.shuffle, _stage=self._stage)
         loader._to_float = self._to_float
         loader._erase = self._erase
         loader._depth = self._depth
@@ -288,7 +291,8 @@ class DataLoader:
 
     def _rank_part(self, epoch):
         n = self._subset_size()
-        positions = partition(n, self.world_size, self.rank, self.seed, epoch, self._partition_drop_last)
+        positions = partition(n, self.world_size, self.rank, self.seed, epoch, self._partition_drop_last,
+                              self.shuffle)
         return np.asarray(positions) if self._subset is None else self._subset[positions]
 
     def __len__(self):

@@ -310,6 +310,7 @@ std::unique_ptr<Job> Client::open_job(const JobOptions& o) {
   r->set_epochs(o.epochs);
   r->set_prefetch(o.prefetch);
   r->set_drop_last(o.drop_last);
+  r->set_ordered(o.ordered);
   r->set_resume(o.resume);
   r->set_resume_epoch(o.resume_epoch);
   r->mutable_resume_consumed()->Add(o.resume_consumed.begin(), o.resume_consumed.end());

@@ -55,6 +55,7 @@ struct JobOptions {
   uint32_t epochs = 1;             // 0 = unbounded
   uint32_t prefetch = 4;           // batches decided ahead
   bool drop_last = false;
+  bool ordered = false;            // each epoch in the order of ids (torch's shuffle=False)
   // Resume mid-epoch: start in `resume_epoch` with `resume_consumed` already consumed.
   bool resume = false;
   uint32_t resume_epoch = 0;

@@ -44,7 +44,7 @@ nlohmann::json to_json(const v1::StatusReply& s) {
                     {"delivered", j.delivered()},
                     {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
                     {"items_per_second", j.items_per_second()}, {"queued", j.queued()}, {"planned", j.planned()},
-                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()},
+                    {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()}, {"ordered", j.ordered()},
                     {"wait_seconds", j.wait_seconds()}});
   }
   return {{"loads", s.loads()},

@@ -801,7 +801,7 @@ PYBIND11_MODULE(_native, m) {
           [](Client& c, const std::string& dataset, const std::string& name, std::vector<uint32_t> ids,
              uint32_t batch_size, uint32_t epochs, uint32_t prefetch, bool drop_last, int64_t resume_epoch,
              std::vector<uint32_t> consumed, std::vector<OpTuple> augment, uint64_t augment_seed,
-             unsigned augment_threads, std::vector<std::string> python_augment) {
+             unsigned augment_threads, std::vector<std::string> python_augment, bool ordered) {
             std::vector<AugmentOp> ops = augment.empty() ? std::vector<AugmentOp>{} : checked_ops(augment);
             JobOptions o;
             o.dataset = dataset;
@@ -811,6 +811,7 @@ PYBIND11_MODULE(_native, m) {
             o.epochs = epochs;
             o.prefetch = prefetch;
             o.drop_last = drop_last;
+            o.ordered = ordered;
             for (const AugmentOp& op : ops) o.augment.push_back(to_proto(op));
             o.python_augment = std::move(python_augment);
             if (resume_epoch >= 0) {
@@ -828,5 +829,5 @@ PYBIND11_MODULE(_native, m) {
           py::arg("dataset"), py::arg("name"), py::arg("ids"), py::arg("batch_size"), py::arg("epochs"),
           py::arg("prefetch"), py::arg("drop_last"), py::arg("resume_epoch"), py::arg("consumed"),
           py::arg("augment") = std::vector<OpTuple>{}, py::arg("augment_seed") = 0, py::arg("augment_threads") = 1,
-          py::arg("python_augment") = std::vector<std::string>{});
+          py::arg("python_augment") = std::vector<std::string>{}, py::arg("ordered") = false);
 }

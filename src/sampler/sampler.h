@@ -36,8 +36,15 @@ class Sampler {
   // kMaxJobs slots are in use. A resumed job starts in epoch `first_epoch` with the items of
   // `consumed` (a subset of `subset`) already taken in that epoch; epochs count from 0 in all
   // cases, so the job finishes after epoch `epochs` - 1.
+  //
+  // An `ordered` job receives each epoch's items in the order of `subset` (torch's
+  // SequentialSampler; a resumed epoch skips the consumed ones) instead of a uniformly random
+  // order. Its decisions are made after the random jobs' and are never a DSA parent: a random
+  // job's order stays exactly uniform beside it. It shares with the others through the cache only
+  // (its remaining set counts in every item's signature, so the cache keeps what it will need).
   JobSlot add_job(std::vector<ItemId> subset, uint32_t epochs = 0, uint32_t first_epoch = 0,
-                  std::span<const ItemId> consumed = {});
+                  std::span<const ItemId> consumed = {}, bool ordered = false);
+  bool ordered(JobSlot job) const { return !order_[job].empty(); }
   // The job leaves now, mid-epoch or not; its slot is freed.
   void remove_job(JobSlot job);
 
@@ -64,7 +71,9 @@ class Sampler {
  private:
   std::array<uint32_t, kMaxJobs> epoch_{};
   std::array<uint32_t, kMaxJobs> limit_{};
-  std::vector<JobSlot> scratch_;
+  std::array<std::vector<ItemId>, kMaxJobs> order_;  // an ordered job's subset in its order; else empty
+  std::array<uint32_t, kMaxJobs> next_{};             // its place in order_ this epoch
+  std::vector<JobSlot> scratch_, ordered_scratch_;
 };
 
 // The samplers by name: "dsa", "independent" (no coupling: the benchmarks' baseline), "lockstep"

@@ -156,6 +156,32 @@ TEST(LockstepSampler, BlocksWhileAJobThatNeedsTheNextItemIsNotReady) {
   EXPECT_EQ(out[0].item, out[1].item);
 }
 
+TEST_P(ExactnessTest, AnOrderedJobGetsItsSubsetInItsOrderEveryEpochAndAResumedEpochSkipsWhatItConsumed) {
+  auto s = make_sampler(GetParam(), 10, 5);
+  const std::vector<ItemId> order = {7, 2, 9, 0, 4};
+  const std::vector<ItemId> consumed = {9, 7};
+  const JobSlot random = s->add_job(ids(0, 10));
+  const JobSlot ordered = s->add_job(order, 3, 0, {}, true);
+  const JobSlot resumed = s->add_job(order, 2, 1, consumed, true);
+  std::map<JobSlot, std::vector<ItemId>> got;
+  std::vector<Decision> out;
+  for (int round = 0; round < 40; ++round) {
+    s->round(std::vector<JobSlot>{random, ordered, resumed}, out);
+    for (const Decision& d : out) got[d.job].push_back(d.item);
+  }
+  EXPECT_EQ(got[ordered], (std::vector<ItemId>{7, 2, 9, 0, 4, 7, 2, 9, 0, 4, 7, 2, 9, 0, 4}));
+  EXPECT_EQ(got[resumed], (std::vector<ItemId>{2, 0, 4}));  // the rest of epoch 1, then done
+  EXPECT_TRUE(s->finished(ordered) && s->finished(resumed));
+  if (GetParam() != "lockstep") {  // lockstep may hold a job back; the others decide every round
+    ASSERT_EQ(got[random].size(), 40u);
+    for (int e = 0; e < 4; ++e) {
+      std::vector<ItemId> epoch(got[random].begin() + 10 * e, got[random].begin() + 10 * (e + 1));
+      std::sort(epoch.begin(), epoch.end());
+      EXPECT_EQ(epoch, ids(0, 10));
+    }
+  }
+}
+
 TEST(Sampler, UnknownNameIsAClearError) {
   EXPECT_THROW(make_sampler("random", 10, 1), SamplerError);
 }

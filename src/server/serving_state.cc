@@ -249,7 +249,8 @@ ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Register
   std::vector<ItemId> consumed(req.resume_consumed().begin(), req.resume_consumed().end());
   JobSlot slot;
   try {
-    slot = ds.sampler->add_job(std::move(subset), req.epochs(), req.resume() ? req.resume_epoch() : 0, consumed);
+    slot = ds.sampler->add_job(std::move(subset), req.epochs(), req.resume() ? req.resume_epoch() : 0, consumed,
+                               req.ordered());
   } catch (const SamplerError& e) {
     throw EngineError(e.code() == SamplerError::kFull ? EngineError::kResourceExhausted : EngineError::kInvalidArgument,
                       e.what());
@@ -785,6 +786,7 @@ v1::StatusReply ServingState::status(double now) const {
     s->set_batch_size(j->batch);
     s->set_epochs(j->epochs);
     s->set_augment(j->augment);
+    s->set_ordered(j->ds->sampler->ordered(j->slot));
     s->set_wait_seconds(j->wait_seconds);
   }
   return out;

@@ -169,7 +169,8 @@ Scenario parse_scenario(const std::string& text) {
     const json& j = doc["jobs"][i];
     const std::string where = "jobs[" + std::to_string(i) + "]";
     if (!j.is_object()) fail(where, "expected an object");
-    reject_unknown_fields(j, where, {"name", "subset", "start", "stop", "speed", "epochs", "batch", "prefetch", "jitter"});
+    reject_unknown_fields(j, where, {"name", "subset", "start", "stop", "speed", "epochs", "batch", "prefetch", "jitter",
+                                          "ordered"});
     JobSpec job;
     job.name = "job" + std::to_string(i);
     if (j.contains("name")) {
@@ -201,6 +202,10 @@ Scenario parse_scenario(const std::string& text) {
       if (!j["jitter"].is_number()) fail(where + ".jitter", "expected a number, got " + j["jitter"].dump());
       job.jitter = j["jitter"].get<double>();
       if (!(job.jitter >= 0 && job.jitter < 1)) fail(where + ".jitter", "must be in [0, 1), got " + j["jitter"].dump());
+    }
+    if (j.contains("ordered")) {
+      if (!j["ordered"].is_boolean()) fail(where + ".ordered", "expected true or false, got " + j["ordered"].dump());
+      job.ordered = j["ordered"].get<bool>();
     }
     job.epochs = sc.epochs;
     if (j.contains("epochs")) job.epochs = static_cast<uint32_t>(get_uint(j["epochs"], where + ".epochs", 1u << 30));

@@ -41,6 +41,8 @@ struct JobSpec {
   // Each batch takes batch / speed steps × (1 + u), u uniform in [-jitter, jitter]: a training
   // step's time varies.
   double jitter = 0;
+  // Each epoch in the order of `subset` (a job with shuffle=False; Sampler::add_job).
+  bool ordered = false;
 };
 
 struct Scenario {

@@ -102,7 +102,7 @@ class Run {
           continue;
         }
         if (!j.started && t >= spec.start) {
-          j.slot = sampler_.add_job(spec.subset, spec.epochs);
+          j.slot = sampler_.add_job(spec.subset, spec.epochs, 0, {}, spec.ordered);
           slot_job_[j.slot] = i;
           j.started = true;
           dispatcher_.add_job(i, {0, j.slot, spec.batch, spec.prefetch, 1, spec.subset.size(), {}}, now);

@@ -121,11 +121,9 @@ def test_torchs_other_samplers_mean_what_they_mean_in_torch_or_are_refused(clien
     assert sorted(one_epoch(fold)[0]) == [0, 5, 6]
     shuffled = joader.torch.DataLoader(ds, batch_size=4, sampler=RandomSampler(ds), client=client, with_indices=True)
     assert sorted(one_epoch(shuffled)[0]) == list(range(len(ds)))
-    refused = [(dict(sampler=SequentialSampler(ds)), "SequentialSampler is shuffle=False"),
-               (dict(sampler=RandomSampler(ds, replacement=True)), "replacement=True"),
+    refused = [(dict(sampler=RandomSampler(ds, replacement=True)), "replacement=True"),
                (dict(sampler=WeightedRandomSampler([1.0] * len(ds), 4)), "sampler=WeightedRandomSampler is not"),
-               (dict(sampler=RandomSampler(ds), shuffle=True), "mutually exclusive with shuffle"),
-               (dict(shuffle=False), "shuffle=False is not supported yet")]
+               (dict(sampler=RandomSampler(ds), shuffle=True), "mutually exclusive with shuffle")]
     for kwargs, says in refused:
         with pytest.raises(ValueError, match=says):
             joader.torch.DataLoader(ds, batch_size=4, client=client, **kwargs)
@@ -138,6 +136,53 @@ def test_pin_memory_without_cuda_says_nothing_as_torch(client, photos):
         loader = joader.torch.DataLoader(datasets.ImageFolder(photos, transform=EVAL), batch_size=14, pin_memory=True,
                                          client=client)
         assert next(iter(loader))[0].shape == (14, 3, 32, 32)
+
+
+def batches_of(loader):
+    return [(x, y) for x, y in loader]
+
+
+def test_shuffle_false_and_its_default_give_torchs_very_batches_in_the_datasets_order(client, photos):
+    ds = datasets.ImageFolder(photos, transform=EVAL)
+    fold = Subset(ds, [9, 3, 12, 0, 5, 7, 1])
+    for dataset, kwargs in ((ds, {}), (ds, dict(shuffle=False)), (fold, dict(sampler=SequentialSampler(fold)))):
+        expected = batches_of(torch.utils.data.DataLoader(dataset, batch_size=3, **kwargs))
+        loader = joader.torch.DataLoader(dataset, batch_size=3, client=client, **kwargs)
+        for epoch in range(2):
+            got = batches_of(loader)
+            assert len(got) == len(expected) == len(loader)
+            for (x, y), (tx, ty) in zip(got, expected):
+                assert torch.equal(y, ty) and torch.equal(x, tx)
+        loader.close()
+    # Beside a random job on the same items, the ordered one keeps its order and shares the cache.
+    random = joader.torch.DataLoader(ds, batch_size=2, shuffle=True, client=client, with_indices=True)
+    ordered = joader.torch.DataLoader(ds, batch_size=2, client=client, with_indices=True)
+    for epoch in range(3):
+        assert [int(i) for _, _, ids in ordered for i in ids] == list(range(len(ds)))
+        assert sorted(int(i) for _, _, ids in random for i in ids) == list(range(len(ds)))
+    assert [j["ordered"] for j in client.status()["jobs"]] in ([False, True], [True, False])
+
+
+def test_an_ordered_job_resumed_from_its_state_continues_in_order(client, photos):
+    ds = datasets.ImageFolder(photos, transform=EVAL)
+    loader = joader.torch.DataLoader(ds, batch_size=3, client=client, with_indices=True)
+    it = iter(loader)
+    first = [int(i) for _ in range(2) for i in next(it)[2]]
+    state = loader.state_dict()
+    loader.close()
+    again = joader.torch.DataLoader(ds, batch_size=3, client=client, with_indices=True, state=state)
+    rest = [int(i) for _, _, ids in again for i in ids]
+    assert first + rest == list(range(len(ds)))
+    assert [int(i) for _, _, ids in again for i in ids] == list(range(len(ds)))
+
+
+def test_distributed_sampler_without_shuffle_gives_each_rank_torchs_sequence(client, photos):
+    ds = datasets.ImageFolder(photos, transform=EVAL)
+    for r in range(3):
+        sampler = DistributedSampler(ds, num_replicas=3, rank=r, shuffle=False)
+        loader = joader.torch.DataLoader(ds, batch_size=2, sampler=sampler, client=client, with_indices=True)
+        assert [int(i) for _, _, ids in loader for i in ids] == list(iter(sampler))
+        loader.close()
 
 
 # ---- a daemon nobody started ----

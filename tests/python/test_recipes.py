@@ -189,7 +189,6 @@ def test_break_and_continue_lose_nothing_while_batches_are_in_flight(client, pho
 def test_torch_dataloader_habits_are_meaningful_or_refused_with_the_reason(client, photos):
     aug = [T.CenterCrop(32), T.RandomInvert()]
     cases = [
-        (dict(shuffle=False), "shuffle=False is not supported yet: Joader gives each epoch in a uniformly random"),
         (dict(sampler=[1, 2]), "sampler=list is not supported by joader.torch.DataLoader: it takes DistributedSampler"),
         (dict(batch_sampler=[[1]]), "batch_sampler= is not supported"),
         (dict(collate_fn=list), "collate_fn= is not supported"),
