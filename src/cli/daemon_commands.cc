@@ -26,6 +26,7 @@
 #include "ipc/daemon_trust.h"
 #include "ipc/paths.h"
 #include "server/daemon.h"
+#include "server/default_cache.h"
 #include "server/idle_exit.h"
 #include "server/rpc/listener.h"
 #include "server/rpc/metrics.h"
@@ -44,8 +45,7 @@ std::string human_bytes(double b) {
 // they are parsed first.
 struct ServeOptions {
   DaemonOptions daemon;
-  std::string cache_size = fmt::format("{}MiB", EngineOptions{}.cache_bytes >> 20), state, allow_group, data_root,
-              metrics;
+  std::string cache_size = "auto", state, allow_group, data_root, metrics;
   double idle_exit = 0;  // seconds without a job after which the daemon exits; 0: never
 };
 
@@ -60,8 +60,9 @@ std::string flag_of(const std::string& option) {
 
 int run_serve(const ServeOptions& o) {
   DaemonOptions d = o.daemon;
+  std::string cache_why;  // how the default was chosen; empty when given
   try {
-    d.engine.cache_bytes = parse_size(o.cache_size);
+    d.engine.cache_bytes = o.cache_size == "auto" ? default_cache_bytes(&cache_why) : parse_size(o.cache_size);
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "error: --cache-size: {}\n", e.what());
     return 2;
@@ -128,6 +129,10 @@ int run_serve(const ServeOptions& o) {
                daemon->metrics_port());
   }
 
+  if (!cache_why.empty()) {
+    fmt::print(stderr, "joader: the cache is {} by default: {} (--cache-size to choose)\n",
+               human_bytes(double(s.cache_capacity())), cache_why);
+  }
   if (o.idle_exit > 0) {
     fmt::print(stderr, "joader: exits after {:g} s without a job (--idle-exit)\n", o.idle_exit);
   }
@@ -415,7 +420,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Run the Joader daemon (stop it with Ctrl-C or SIGTERM)");
   add_socket_option(cmd, o->daemon.socket);
-  cmd->add_option("--cache-size", o->cache_size, "Shared-memory cache size, e.g. 512MiB, 2GiB")->capture_default_str();
+  cmd->add_option("--cache-size", o->cache_size,
+                  "Shared-memory cache size, e.g. 512MiB, 2GiB; auto: a quarter of the RAM, at most half of the free "
+                  "space on /dev/shm")
+      ->capture_default_str();
   cmd->add_option("--threads", o->daemon.engine.threads, "Loader threads that read and prepare items (default: one per core)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--policy", o->daemon.engine.policy, fmt::format("Cache policy: {}", fmt::join(daemon_policy_names(), ", ")))

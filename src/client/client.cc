@@ -365,6 +365,12 @@ void Job::close() {
 bool Job::next(Batch* out) {
   if (failed_) throw *failed_;
   if (finished_) return false;
+  if (unacknowledged_.size() >= kMaxUnacknowledged) {  // the daemon would send nothing more: never wait forever
+    throw ClientError(grpc::StatusCode::FAILED_PRECONDITION,
+                      "job " + registered_.job() + ": " + std::to_string(unacknowledged_.size()) +
+                          " batches are not acknowledged; acknowledge one before asking for the next (the daemon "
+                          "sends at most " + std::to_string(kMaxUnacknowledged) + " unacknowledged batches)");
+  }
   v1::JobReply reply;
   const auto asked = std::chrono::steady_clock::now();
   const bool got = stream_->read(&reply);
@@ -397,6 +403,7 @@ bool Job::next(Batch* out) {
     fail(e);
   }
   ++next_seq_;
+  unacknowledged_.insert(b.seq());
   return true;
 }
 
@@ -484,6 +491,7 @@ void Job::unpack(const v1::Batch& b, Batch* out) {
 
 void Job::ack(const Batch& batch) {
   if (finished_) return;
+  if (unacknowledged_.erase(batch.seq) == 0) return;  // acknowledged already, or not this job's
   v1::JobRequest req;
   req.mutable_ack()->set_seq(batch.seq);
   req.mutable_ack()->set_wait_seconds(batch.wait_seconds);

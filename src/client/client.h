@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -104,7 +105,9 @@ class Job {
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  // Blocks for the next batch; false once every epoch was delivered. Throws ClientError (the
+  // Blocks for the next batch; false once every epoch was delivered. At most kMaxUnacknowledged (2)
+  // batches may be held unacknowledged: asking for a third throws ClientError FAILED_PRECONDITION
+  // at once, and the job goes on. Otherwise throws ClientError (the
   // daemon's message, e.g. a corrupt item or "server shutting down"; ABORTED when a batch never
   // arrived: reopen the job from what was consumed), after which the job has ended and next()
   // throws the same error again (it never passes for the end of the epochs); or Interrupted (the
@@ -143,6 +146,7 @@ class Job {
   bool finished_ = false;
   std::optional<ClientError> failed_;  // why the job ended, if it failed: next() throws it again
   uint64_t next_seq_ = 0;               // the daemon's number of the batch due next
+  std::set<uint64_t> unacknowledged_;   // batches next() returned that ack() has not released
   double wait_seconds_ = 0;
 };
 

@@ -124,5 +124,24 @@ TEST_F(ClientAgainstAScriptedDaemon, ABadBatchEndsTheJobAndIsNotSkippedByTheNext
   EXPECT_THROW(job->next(&b), ClientError);
 }
 
+TEST_F(ClientAgainstAScriptedDaemon, AThirdUnacknowledgedBatchIsRefusedAtOnceInsteadOfWaitingForever) {
+  serve({{0}, {1}, {2}});
+  Client client(socket_);
+  auto job = client.open_job(one_epoch());
+  Batch first, second, third;
+  ASSERT_TRUE(job->next(&first));
+  ASSERT_TRUE(job->next(&second));
+  try {
+    job->next(&third);
+    FAIL() << "a daemon sends no third batch before an acknowledgement: next() would wait forever";
+  } catch (const ClientError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(std::string(e.what()).find("acknowledge one before asking for the next"), std::string::npos) << e.what();
+  }
+  job->ack(first);
+  ASSERT_TRUE(job->next(&third)) << "the job goes on";
+  EXPECT_EQ(third.seq, 2u);
+}
+
 }  // namespace
 }  // namespace joader

@@ -37,7 +37,7 @@ void Dispatcher::add_job(JobKey key, const JobConfig& config, double now) {
 void Dispatcher::remove_job(JobKey key) {
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
-  set_queued(it->second, 0);
+  reserved_ -= it->second.reserved;
   auto& group = groups_[it->second.config.group];
   group.erase(it->second.config.slot);
   if (group.empty()) groups_.erase(it->second.config.group);
@@ -60,13 +60,15 @@ void Dispatcher::decided(JobKey key, uint64_t items) {
   // pace, at most one item (see "Supply").
   if (j.pace == 0) j.credit = std::max(j.credit, 0.0);
   if (j.waiting) j.credit = std::max(j.credit, -1.0);
-  set_queued(j, j.queued + items);
+  set_queued(key, j, j.queued + items);
 }
 
 void Dispatcher::acknowledged(JobKey key, uint64_t items, double now) {
   Job& j = jobs_.at(key);
-  set_queued(j, j.queued - std::min(items, j.queued));
+  j.front_moved = true;
   j.in_flight -= std::min(items, j.in_flight);
+  set_queued(key, j, j.queued - std::min(items, j.queued));
+  fit_reservation(key, j);
   j.acked_in_window += items;
   const double t = now >= 0 ? now : last_;
   j.last_ack = t;
@@ -97,15 +99,33 @@ uint32_t Dispatcher::held_batches(const Job& j) {
   return static_cast<uint32_t>(std::clamp<uint64_t>((j.in_flight + b - 1) / b, 1, j.config.prefetch));
 }
 
+uint32_t Dispatcher::sent_batches(const Job& j) {
+  const uint64_t b = j.config.batch;
+  return static_cast<uint32_t>(std::min<uint64_t>((j.in_flight + b - 1) / b, j.config.prefetch));
+}
+
+bool Dispatcher::is_blocked(const Job& j) const {
+  // Shrunk (a full window that its consumer holds is its consumer's doing), running, and holding
+  // nothing beyond what it was sent while more is decided.
+  return !j.stopped && j.window_batches < j.config.prefetch && last_ - j.last_ack < options_.idle_after &&
+         window_of(j) <= j.in_flight && j.queued > j.in_flight;
+}
+
 bool Dispatcher::is_starving(const Job& j) const {
-  return !j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0);
+  return (!j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0)) || is_blocked(j);
+}
+
+bool Dispatcher::grow_blocked(JobKey key, Job& j) {
+  if (!is_blocked(j) || j.window_batches >= j.config.prefetch) return false;
+  if (reserved_ - j.reserved + reservation(key, j, window_of(j) + j.config.batch) > capacity_) return false;
+  set_window(key, j, j.window_batches + 1);
+  return true;
 }
 
 void Dispatcher::set_window(JobKey key, Job& j, uint32_t batches) {
   if (batches == j.window_batches) return;
-  reserved_ -= reservation(j);
   j.window_batches = batches;
-  reserved_ += reservation(j);
+  update_reservation(key, j);
   j.horizon = std::max(j.horizon, window_of(j));  // a horizon is at least the window
   if (std::find(window_changes_.begin(), window_changes_.end(), key) == window_changes_.end()) {
     window_changes_.push_back(key);
@@ -115,12 +135,18 @@ void Dispatcher::set_window(JobKey key, Job& j, uint32_t batches) {
 void Dispatcher::balance_windows(double now) {
   any_starving_ = false;
   for (auto& [key, s] : jobs_) {
-    if (!is_starving(s)) {
-      s.starving_since = kNever;
-      continue;
+    const bool starving = is_starving(s);
+    if (!starving) s.starving_since = kNever;
+    // A running job whose window cannot fill for want of room takes it from idle windows too, so
+    // that it runs with its whole prefetch while the idle consumers (a val loader during training)
+    // wait.
+    const bool cramped = !starving && !s.stopped && now - s.last_ack < options_.idle_after && s.queued < window_of(s) &&
+                         !is_full(s) && !can_take(s, 0);
+    if (!starving && !cramped) continue;
+    if (starving) {
+      any_starving_ = true;
+      if (s.starving_since == kNever) s.starving_since = now;
     }
-    any_starving_ = true;
-    if (s.starving_since == kNever) s.starving_since = now;
     std::vector<std::pair<JobKey, Job*>> idle;
     for (auto& [other_key, k] : jobs_) {
       if (&k != &s && k.shrinkable && !k.stopped && now - k.last_ack >= options_.idle_after &&
@@ -129,17 +155,20 @@ void Dispatcher::balance_windows(double now) {
       }
     }
     std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a.second->last_ack < b.second->last_ack; });
+    const auto served = [&] { return is_blocked(s) ? grow_blocked(key, s) : can_take(s, 0); };
+    bool done = served();
     for (auto [other_key, k] : idle) {
-      if (can_take(s, 0)) break;
+      if (done) break;
       set_window(other_key, *k, held_batches(*k));
+      done = served();
     }
-    if (can_take(s, 0)) s.starving_since = kNever;
+    if (starving && done) s.starving_since = kNever;
   }
   if (any_starving_) return;
   for (auto& [key, j] : jobs_) {  // shrunk windows of jobs that consume again grow back as room allows
     while (j.window_batches < j.config.prefetch && now - j.last_ack < options_.idle_after) {
-      const uint64_t more = batches_bytes(j, j.window_batches + 1) - batches_bytes(j, j.window_batches);
-      if (j.queued > window_of(j) && reserved_ + more > capacity_) break;
+      const uint64_t grown = reservation(key, j, window_of(j) + j.config.batch);
+      if (j.queued > window_of(j) && reserved_ - j.reserved + grown > capacity_) break;
       set_window(key, j, j.window_batches + 1);
     }
   }
@@ -147,7 +176,9 @@ void Dispatcher::balance_windows(double now) {
 
 void Dispatcher::dropped(JobKey key, uint64_t items) {
   Job& j = jobs_.at(key);
-  set_queued(j, j.queued - std::min(items, j.queued));
+  j.front_moved = true;
+  set_queued(key, j, j.queued - std::min(items, j.queued));
+  fit_reservation(key, j);
 }
 
 bool Dispatcher::full(JobKey key) const { return is_full(jobs_.at(key)); }
@@ -159,25 +190,41 @@ uint64_t Dispatcher::catch_up_of(const Job& j) {
   return j.horizon > window ? std::max<uint64_t>(j.config.batch, j.horizon - window) : j.config.batch;
 }
 
-uint64_t Dispatcher::batches_bytes(const Job& j, uint64_t batches) {
-  const std::vector<uint64_t>& w = j.config.window_bytes;
-  return w.empty() ? batches * j.config.batch * j.config.item_bytes : w[std::min<uint64_t>(batches, w.size() - 1)];
+uint64_t Dispatcher::batch_bound(const Job& j) {
+  return j.config.batch_bound != 0 ? j.config.batch_bound : uint64_t{j.config.batch} * j.config.item_bytes;
 }
 
-uint64_t Dispatcher::reservation(const Job& j) const {
-  const uint64_t b = j.config.batch;
-  return batches_bytes(j, (std::min(j.queued, window_of(j)) + b - 1) / b);
+uint64_t Dispatcher::reservation(JobKey key, Job& j, uint64_t window_items) const {
+  // The whole batches of the window at their own sizes, a partly decided one at its bound: any
+  // part of a batch takes no more than the bound, so deciding its items never raises the
+  // reservation above what admitting the batch checked.
+  const uint64_t n = std::min(j.queued, window_items);
+  const uint64_t whole = n - n % j.config.batch;
+  uint64_t exact = whole * j.config.item_bytes;
+  if (item_bytes_) {
+    if (j.front_moved || whole != j.exact_items) {
+      j.exact_items = whole;
+      j.exact_bytes = whole == 0 ? 0 : item_bytes_(key, whole);
+      j.front_moved = false;
+    }
+    exact = j.exact_bytes;
+  }
+  return exact + (n % j.config.batch != 0 ? batch_bound(j) : 0);
 }
 
-uint64_t Dispatcher::next_batch_bytes(const Job& j) {
-  const uint64_t started = (j.queued + j.config.batch - 1) / j.config.batch;
-  return batches_bytes(j, started + 1) - batches_bytes(j, started);
+void Dispatcher::update_reservation(JobKey key, Job& j) {
+  reserved_ -= j.reserved;
+  j.reserved = reservation(key, j, window_of(j));
+  reserved_ += j.reserved;
 }
 
-void Dispatcher::set_queued(Job& j, uint64_t queued) {
-  reserved_ -= reservation(j);
+void Dispatcher::fit_reservation(JobKey key, Job& j) {
+  while (reserved_ > capacity_ && j.window_batches > sent_batches(j)) set_window(key, j, j.window_batches - 1);
+}
+
+void Dispatcher::set_queued(JobKey key, Job& j, uint64_t queued) {
   j.queued = queued;
-  reserved_ += reservation(j);
+  update_reservation(key, j);
 }
 
 bool Dispatcher::may_overrun(const Job& j) { return j.waiting && j.queued < j.horizon + j.config.batch; }
@@ -190,7 +237,7 @@ bool Dispatcher::can_take(const Job& j, uint64_t admitted) const {
   // the batches that jobs admitted earlier in the same round are starting, whatever lets the job
   // take the item (its credit, a catch-up, or waiting on loads); plan items take none.
   return j.queued >= window_of(j) || j.queued % b != 0 ||
-         reserved_ + admitted + next_batch_bytes(j) <= capacity_;
+         reserved_ + admitted + batch_bound(j) <= capacity_;
 }
 
 double Dispatcher::shown_rate(JobKey key, double now) const {
@@ -369,7 +416,7 @@ std::optional<Dispatcher::Round> Dispatcher::next_round(double now) {
       if ((j->credit > 0 || is_due(*j) || follows) && in_step(*j) && can_take(*j, admitted)) {
         round.slots.push_back(j->config.slot);
         due = due || (is_due(*j) && !is_full(*j));  // a full job only joins (see "Supply")
-        if (starts_batch) admitted += next_batch_bytes(*j);
+        if (starts_batch) admitted += batch_bound(*j);
       }
     }
     if (due) {

@@ -38,11 +38,15 @@
 // plan at once, at no credit, down to a window below the horizon; above that it is paced by
 // credit like any job, so that jobs of equal speed keep sharing rounds at the plan's end.
 //
-// Memory. A job may take an item while its queue is below its horizon; the window's items are
-// reserved in whole batches: ceil(min(queue, window) / batch) batches, each batch · item_bytes, or
-// what the owner's window_bytes say that many batches take (items of different sizes: a bound
-// from the largest of the job's items, so that one huge image costs only itself); plan items
-// reserve nothing.
+// Memory. A job may take an item while its queue is below its horizon. Its reservation is what
+// the decided items of its window take (the owner's item_bytes: the oldest min(queue, window)
+// items but a partly decided last batch), plus, while a batch of the window is partly decided,
+// what any one batch of its items may take (batch_bound: items of different sizes are bounded by
+// the job's largest ones until they are decided, then reserve their own size); plan items reserve
+// nothing. Without item_bytes every item takes JobConfig::item_bytes. When an acknowledgement
+// brings plan items into a window and they take more than the room left, the window shrinks by
+// batches, down to the batches its consumer holds (none, if it holds none): the job is then
+// *blocked* and starves (see "Idle jobs") until its window can grow by a batch.
 // A job starts a batch only when that fits in `capacity` on top of every reservation *and* of the
 // batches that the jobs admitted before it in the same round are starting (checking each against
 // the start-of-round total once let two jobs share the last free batch; see docs/DAEMON.md). When
@@ -55,7 +59,9 @@
 // a window (take_window_changes) and keeps it decided. A shrunk window grows back, a batch at a
 // time as room allows, once its job acknowledges again and nobody starves. A job short of a batch
 // that finds no room goes first: behind it no job starts a batch, so the room that consumers free
-// comes to it. A job that starves for starve_after seconds while nobody acknowledges anything
+// comes to it. A running job (one that acknowledged within idle_after) whose window cannot fill
+// for want of room shrinks idle windows the same way, so that it runs with its whole prefetch
+// while idle consumers (a val loader during training) wait. A job that starves for starve_after seconds while nobody acknowledges anything
 // (nothing left to reclaim, no room coming) is reported by starving(), for the owner to fail with
 // an error that names the jobs holding the room.
 //
@@ -105,6 +111,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -164,12 +171,14 @@ class Dispatcher {
     uint64_t item_bytes = 0;    // reserved per item of the window (and its mean size, for plans)
     // The most items it decides ahead (one epoch: its subset's size); 0: no bound.
     uint64_t max_plan = 0;
-    // When items differ in size: window_bytes[k] is what k batches of the window reserve (k = 0 ..
-    // prefetch, non-decreasing; window_bytes[0] = 0): the owner's bound on the bytes of any k · batch
-    // of the job's items, e.g. the sum of the k · batch largest of its subset. Empty: k · batch ·
-    // item_bytes.
-    std::vector<uint64_t> window_bytes;
+    // When items differ in size: what any one batch of the job's items may take (the sum of the
+    // batch largest of its subset); 0: batch · item_bytes.
+    uint64_t batch_bound = 0;
   };
+  // The bytes of a job's `items` oldest decided items (those it has not acknowledged and that were
+  // not dropped, in the order it consumes them), as the owner holds them when it calls decided(),
+  // acknowledged(), dropped() or set_window's callers: see "Memory".
+  using ItemBytes = std::function<uint64_t(JobKey job, uint64_t items)>;
   struct Round {
     uint32_t group = 0;
     std::vector<JobSlot> slots;  // ascending
@@ -177,6 +186,9 @@ class Dispatcher {
 
   // `capacity`: bytes that reservations may use in all (the arena); `now`: the current time.
   Dispatcher(uint64_t capacity, double now, DispatcherOptions options = {});
+
+  // Reservations by the items' own sizes (see "Memory"); set before the first job is added.
+  void set_item_bytes(ItemBytes item_bytes) { item_bytes_ = std::move(item_bytes); }
 
   void add_job(JobKey job, const JobConfig& config, double now);
   // The job leaves: its queue and reservation are dropped. Unknown keys are ignored.
@@ -251,6 +263,11 @@ class Dispatcher {
     double plan_rate = 0;  // the slower estimate its horizon follows (plan_smoothing)
     uint64_t plan_samples = 0;
     uint64_t horizon = 0;  // items: at least the window; set as the job's pace changes
+    uint64_t reserved = 0;  // its part of reserved_ (reservation() when last updated)
+    // The exact part of `reserved`: the bytes of its `exact_items` oldest items, recomputed only
+    // when that count changes or the queue's front moved (an acknowledgement or a drop).
+    uint64_t exact_items = 0, exact_bytes = 0;
+    bool front_moved = false;
     double pace = 0;       // the rate it earns credit at (rate, or its group's median)
     uint64_t acked_in_window = 0;
     double window_start = 0;
@@ -268,7 +285,15 @@ class Dispatcher {
   static uint64_t window_of(const Job& j) { return uint64_t{j.window_batches} * j.config.batch; }
   // The fewest batches its window may shrink to: what its consumer holds, at least one.
   static uint32_t held_batches(const Job& j);
-  bool is_starving(const Job& j) const;  // short of a batch, and no room to start it
+  static uint32_t sent_batches(const Job& j);  // the batches its consumer holds (possibly none)
+  // Its window, shrunk, holds only what its running consumer was sent, while more is decided: plan
+  // items that an acknowledgement brought to the window did not fit (see "Memory"), or a paused
+  // job came back. Its consumer will wait for room.
+  bool is_blocked(const Job& j) const;
+  // Short of a batch and no room to start it, or blocked.
+  bool is_starving(const Job& j) const;
+  // A blocked job's window grows by a batch if that fits; returns whether it did.
+  bool grow_blocked(JobKey key, Job& j);
   void set_window(JobKey key, Job& j, uint32_t batches);
   // Shrinks idle windows for starving jobs, grows shrunk windows back where room allows.
   void balance_windows(double now);
@@ -279,10 +304,14 @@ class Dispatcher {
   static double plan_pace(const Job& j);    // the rate its horizon follows (plan_rate, or pace)
   static double plan_time(const Job& j);    // seconds its queue lasts at that rate
   double earning(const Job& j, double pace) const;  // credit per second
-  uint64_t reservation(const Job& j) const;
-  static uint64_t batches_bytes(const Job& j, uint64_t batches);  // what that many window batches reserve
-  static uint64_t next_batch_bytes(const Job& j);  // what starting its next batch adds to its reservation
-  void set_queued(Job& j, uint64_t queued);
+  // What the job reserves with a window of `window_items`; `exact` caches its exact part.
+  uint64_t reservation(JobKey key, Job& j, uint64_t window_items) const;
+  void update_reservation(JobKey key, Job& j);  // after its queue or window changed
+  // Shrinks the window, a batch at a time down to what its consumer holds, while the reservations
+  // exceed the capacity (plan items of larger sizes entered it).
+  void fit_reservation(JobKey key, Job& j);
+  static uint64_t batch_bound(const Job& j);  // what starting a batch reserves
+  void set_queued(JobKey key, Job& j, uint64_t queued);
   bool can_take(const Job& j, uint64_t admitted) const;
   static bool may_overrun(const Job& j);  // full, and may still join rounds (see "Supply")
   void advance(double now);
@@ -294,6 +323,7 @@ class Dispatcher {
 
   const DispatcherOptions options_;
   const uint64_t capacity_;
+  ItemBytes item_bytes_;
   uint64_t reserved_ = 0;
   double last_ = 0;
   double round_time_ = -kNever;  // when rounds were last formed

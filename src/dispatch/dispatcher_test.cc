@@ -21,7 +21,7 @@ DispatcherOptions at_once(DispatcherOptions o = {}) {
 
 Dispatcher::JobConfig config(JobSlot slot, uint32_t batch = 16, uint32_t prefetch = 4, uint64_t item_bytes = 1,
                              uint32_t group = 0) {
-  return {group, slot, batch, prefetch, item_bytes, 0, {}};
+  return {group, slot, batch, prefetch, item_bytes, 0, 0};
 }
 
 // Consumers on a virtual clock: each acknowledges one batch every `period` seconds (± `jitter`,
@@ -328,27 +328,94 @@ TEST(Dispatcher, AJobWaitingForRoomWaitsForAnEventAndThenGetsTheRoom) {
   EXPECT_EQ(d.reserved_bytes(), 400u);
 }
 
-TEST(Dispatcher, BatchesReserveWhatWindowBytesSaySoOneHugeItemCostsOnlyItself) {
-  // Items of 10 bytes and one of 1000, batches of 4, windows of 3 batches: the owner's bound is
-  // the sum of the k · 4 largest items (1030, 1070, 1110). Reserving the largest item per item
-  // would take 12000 bytes per window; two jobs fit in 2300.
+TEST(Dispatcher, ABatchReservesItsBoundUntilDecidedThenItsItemsOwnSizesSoOneHugeItemCostsOnlyItself) {
+  // Items of 10 bytes and one of 1000, batches of 4, windows of 3 batches: a batch not yet decided
+  // may take 1030 bytes (its four largest items), a decided one what its items take. The owner's
+  // queues: job 1's first item is the huge one.
   Dispatcher d(2300, 0.0, at_once());
-  const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
+  std::map<Key, std::vector<uint64_t>> queues;
+  d.set_item_bytes([&](Key k, uint64_t items) {
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
+    return sum;
+  });
   for (Key k : {1, 2}) {
-    Dispatcher::JobConfig c = config(JobSlot(k - 1), 4, 3, 1000);
-    c.window_bytes = {0, 1030, 1070, 1110};
+    Dispatcher::JobConfig c = config(JobSlot(k - 1), 4, 3, 10);
+    c.batch_bound = 1030;
     d.add_job(k, c, 0.0);
   }
-  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}, {2, 4}})) << "catch-up: one batch each";
-  EXPECT_EQ(d.reserved_bytes(), 2060u);
-  d.acknowledged(1, 4);  // job 1 consumed its batch: its queue is empty, its reservation too
-  EXPECT_EQ(d.reserved_bytes(), 1030u);
-  // Job 2, with no pace yet, follows job 1's rounds ("Starting together"): its second batch
-  // reserves what two batches of its items may take.
-  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{1, 4}, {2, 4}}));
-  EXPECT_EQ(d.reserved_bytes(), 1030u + 1070u);
+  auto decide = [&](Key k, uint64_t size) {
+    queues[k].push_back(size);
+    d.decided(k, 1);
+  };
+  decide(1, 1000);
+  EXPECT_EQ(d.reserved_bytes(), 1030u) << "a batch partly decided reserves its bound";
+  for (int i = 0; i < 3; ++i) decide(1, 10);
+  EXPECT_EQ(d.reserved_bytes(), 1030u) << "decided: its own sizes, here the bound's";
+  for (int i = 0; i < 4; ++i) decide(2, 10);
+  EXPECT_EQ(d.reserved_bytes(), 1030u + 40u);
+  for (int i = 0; i < 8; ++i) decide(2, 10);
+  EXPECT_EQ(d.reserved_bytes(), 1030u + 120u) << "three small batches: 120 bytes, not three bounds";
+  queues[1].erase(queues[1].begin(), queues[1].begin() + 4);
+  d.acknowledged(1, 4);  // job 1 consumed its batch
+  EXPECT_EQ(d.reserved_bytes(), 120u);
   d.remove_job(2);  // a leaver frees what it reserved
-  EXPECT_EQ(d.reserved_bytes(), 1030u);
+  EXPECT_EQ(d.reserved_bytes(), 0u);
+}
+
+TEST(Dispatcher, PlanItemsLargerThanTheRoomLeftShrinkTheWindowThatAnAcknowledgementBringsThemInto) {
+  // Job 1's window is 2 batches of 2; its plan (beyond the window) holds two items of 500 bytes.
+  Dispatcher d(1000, 0.0, at_once());
+  std::map<Key, std::vector<uint64_t>> queues = {{1, {10, 10, 10, 10, 500, 500}}, {2, {200, 200}}};
+  d.set_item_bytes([&](Key k, uint64_t items) {
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
+    return sum;
+  });
+  Dispatcher::JobConfig c = config(0, 2, 2, 10);
+  c.batch_bound = 600;
+  d.add_job(1, c, 0.0);
+  d.decided(1, 6);
+  EXPECT_EQ(d.reserved_bytes(), 40u);
+  d.add_job(2, config(1, 2, 1, 200), 0.0);
+  d.decided(2, 2);
+  EXPECT_EQ(d.reserved_bytes(), 440u);
+  queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
+  d.acknowledged(1, 2);  // the first plan batch (1000 bytes) would enter the window: no room
+  EXPECT_EQ(d.window(1), 2u) << "shrunk to one batch";
+  EXPECT_EQ(d.take_window_changes(), std::vector<Key>{1});
+  EXPECT_EQ(d.reserved_bytes(), 420u);
+  EXPECT_LE(d.reserved_bytes(), d.capacity());
+}
+
+TEST(Dispatcher, AJobWhosePlanItemsFindNoRoomWaitsBlockedAndGrowsOnceRoomIsFreed) {
+  Dispatcher d(1000, 0.0, at_once());
+  std::map<Key, std::vector<uint64_t>> queues = {{1, {10, 10, 10, 10, 490, 490, 490, 490}}, {2, {200, 200}}};
+  d.set_item_bytes([&](Key k, uint64_t items) {
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
+    return sum;
+  });
+  Dispatcher::JobConfig c = config(0, 2, 2, 10);
+  c.batch_bound = 980;
+  d.add_job(1, c, 0.0);
+  d.decided(1, 8);
+  d.add_job(2, config(1, 2, 1, 200), 0.0);
+  d.decided(2, 2);
+  for (double t : {0.1, 0.2}) {
+    queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
+    d.acknowledged(1, 2, t);
+  }
+  EXPECT_EQ(d.window(1), 0u) << "not even one batch of 980 bytes fits beside job 2's 400";
+  EXPECT_EQ(d.reserved_bytes(), 400u);
+  EXPECT_FALSE(d.next_round(0.3)) << "blocked: it waits for room, and no job starts a batch before it";
+  EXPECT_EQ(d.window(1), 0u);
+  queues[2].clear();
+  d.acknowledged(2, 2, 0.3);  // job 2 consumed: room
+  d.next_round(0.3);
+  EXPECT_EQ(d.window(1), 2u) << "grown by the batch that fits";
+  EXPECT_EQ(d.reserved_bytes(), 980u);
+  EXPECT_TRUE(d.starving().empty());
 }
 
 TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAndGrowsBackWhenItConsumes) {
@@ -375,6 +442,26 @@ TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAnd
   decide_all(d, 1.3, key_of);
   EXPECT_EQ(d.window(1), 8u) << "grown back as room allowed";
   EXPECT_EQ(d.take_window_changes(), std::vector<Key>{1});
+}
+
+TEST(Dispatcher, ARunningJobWhoseWindowCannotFillTakesTheRoomOfAnIdleWindow) {
+  // Room for three batches of 4 items of 100 bytes. Job 1 (a val loader between two val passes)
+  // holds two decided batches and consumes nothing; job 2 (the training loader) runs with one.
+  Dispatcher d(1200, 0.0, at_once());
+  const std::map<JobSlot, Key> key_of = {{0, 1}, {1, 2}};
+  d.add_job(1, config(0, 4, 2, 100), 0.0);
+  d.decided(1, 8);
+  d.add_job(2, config(1, 4, 2, 100), 0.0);
+  EXPECT_EQ(decide_all(d, 0.0, key_of), (std::map<Key, int>{{2, 4}})) << "its first batch";
+  d.acknowledged(2, 4, 0.5);
+  decide_all(d, 0.5, key_of);
+  EXPECT_EQ(d.window(1), 8u) << "job 1 is not idle yet";
+  d.acknowledged(2, 4, 1.2);
+  decide_all(d, 1.2, key_of);
+  EXPECT_EQ(d.window(1), 4u) << "idle for 1 s: shrunk to the batch it may hold";
+  EXPECT_EQ(d.take_window_changes(), std::vector<Key>{1});
+  EXPECT_EQ(d.queued(1), 8u) << "its items stay decided";
+  EXPECT_TRUE(d.starving().empty());
 }
 
 // Found by the daemon's invariant check under TSan (reservations 72 MB in a 48 MB arena): a

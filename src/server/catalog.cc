@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <cstdio>
 #include <map>
 
@@ -74,28 +75,31 @@ std::string spec_difference(const v1::AddDatasetRequest& have, const v1::AddData
   return out;
 }
 
-std::vector<uint64_t> Dataset::window_bytes(std::span<const ItemId> subset, uint32_t batch, uint32_t prefetch) const {
-  const uint64_t n = uint64_t{batch} * prefetch;
+uint64_t Dataset::batch_bound(std::span<const ItemId> subset, uint32_t batch) const {
+  const uint64_t count = subset.empty() ? source->size() : subset.size();
+  if (item_sizes.empty()) return std::min<uint64_t>(batch, count) * item_bytes;
   std::vector<uint64_t> sizes;
-  if (item_sizes.empty()) {
-    sizes.assign(std::min<uint64_t>(n, subset.empty() ? source->size() : subset.size()), item_bytes);
-  } else if (subset.empty()) {
+  if (subset.empty()) {
     sizes = item_sizes;
   } else {
     sizes.reserve(subset.size());
     for (ItemId id : subset) sizes.push_back(item_sizes[id]);
   }
-  const auto top = sizes.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(n, sizes.size()));
+  const auto top = sizes.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(batch, sizes.size()));
   std::nth_element(sizes.begin(), top - (top == sizes.begin() ? 0 : 1), sizes.end(), std::greater<>());
-  std::sort(sizes.begin(), top, std::greater<>());
-  std::vector<uint64_t> out(prefetch + 1, 0);
+  return std::accumulate(sizes.begin(), top, uint64_t{0});
+}
+
+uint64_t Dataset::mean_bytes(std::span<const ItemId> subset) const {
+  if (item_sizes.empty()) return std::max<uint64_t>(1, item_bytes);
   uint64_t sum = 0;
-  for (uint32_t k = 1; k <= prefetch; ++k) {  // k batches: the k · batch largest (or every item)
-    const uint64_t end = std::min<uint64_t>(uint64_t{k} * batch, sizes.size());
-    for (uint64_t i = std::min<uint64_t>(uint64_t{k - 1} * batch, sizes.size()); i < end; ++i) sum += sizes[i];
-    out[k] = sum;
+  if (subset.empty()) {
+    sum = std::accumulate(item_sizes.begin(), item_sizes.end(), uint64_t{0});
+  } else {
+    for (ItemId id : subset) sum += item_sizes[id];
   }
-  return out;
+  const uint64_t count = subset.empty() ? item_sizes.size() : subset.size();
+  return std::max<uint64_t>(1, count == 0 ? 0 : sum / count);
 }
 
 std::string Dataset::item_name(ItemId item) const {

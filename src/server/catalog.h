@@ -69,10 +69,11 @@ struct Dataset {
 
   bool skip_bad_items() const { return spec.on_error() == "skip"; }
   uint64_t bytes_of(ItemId item) const { return item_sizes.empty() ? item_bytes : item_sizes[item]; }
-  // What k = 0 .. prefetch batches of a job's window reserve: the sum of the k · batch largest items
-  // of its subset (every item when `subset` is empty), a bound on any k · batch of its items, so
-  // that a huge image costs only itself (docs/DAEMON.md, "Memory").
-  std::vector<uint64_t> window_bytes(std::span<const ItemId> subset, uint32_t batch, uint32_t prefetch) const;
+  // What a batch that is not yet decided reserves: the sum of the `batch` largest items of the
+  // subset (every item when `subset` is empty), a bound on any batch of its items, so that a huge
+  // image costs only itself (docs/DAEMON.md, "Memory").
+  uint64_t batch_bound(std::span<const ItemId> subset, uint32_t batch) const;
+  uint64_t mean_bytes(std::span<const ItemId> subset) const;  // of the subset's items (at least 1)
   std::string item_name(ItemId item) const;                           // "item N (path)"
   std::string item_error(ItemId item, const std::string& what) const;  // "item N (path): what"
 };

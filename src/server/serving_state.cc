@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/protocol.h"
 #include "ipc/arena_allocator.h"
 
 namespace joader {
@@ -63,6 +64,7 @@ ServingState::ServingState(ServingOptions options)
     return ds == nullptr ? 0.0 : dispatcher_.request_rate(dataset, sig, ds->sampler->sets());
   };
   ctx.next_use = [this](CacheKey k) { return next_uses_.next_use(k); };
+  dispatcher_.set_item_bytes([this](Dispatcher::JobKey id, uint64_t items) { return oldest_bytes(*jobs_.at(id), items); });
   try {
     store_ = std::make_unique<ItemStore>(options_.cache_bytes, make_policy(options_.policy, ctx));
   } catch (const std::invalid_argument& e) {
@@ -256,14 +258,15 @@ ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Register
                       e.what());
   }
   const uint32_t prefetch = req.prefetch() == 0 ? 4 : req.prefetch();
-  std::vector<uint64_t> window_bytes =
-      ds.window_bytes({req.ids().data(), static_cast<size_t>(req.ids().size())}, req.batch_size(), prefetch);
-  if (window_bytes[1] > store_->capacity()) {
+  const std::span<const ItemId> ids{req.ids().data(), static_cast<size_t>(req.ids().size())};
+  const uint64_t batch_bound = ds.batch_bound(ids, req.batch_size());
+  const uint64_t mean_bytes = ds.mean_bytes(ids);
+  if (batch_bound > store_->capacity()) {
     ds.sampler->remove_job(slot);
     throw EngineError(EngineError::kResourceExhausted,
                       fmt::format("one batch of {} items needs up to {} bytes (its largest items), more than the "
                                   "cache ({} bytes): use a smaller batch or a larger --cache-size",
-                                  req.batch_size(), window_bytes[1], store_->capacity()));
+                                  req.batch_size(), batch_bound, store_->capacity()));
   }
   auto job = std::make_shared<Job>(ds.index, next_uses_);
   job->id = next_job_id_++;
@@ -280,11 +283,8 @@ ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Register
   if (req.resume() && job->epoch == req.resume_epoch()) job->delivered_in_epoch = consumed.size();
   ds.jobs[slot] = job.get();
   jobs_[job->id] = job;
-  // The mean item size (for the plans' horizon) and the window's bound by the largest items.
-  const uint64_t mean_bytes = std::max<uint64_t>(1, window_bytes.back() / (uint64_t{job->batch} * prefetch));
-  dispatcher_.add_job(job->id, {ds.index, slot, job->batch, prefetch, ds.item_sizes.empty() ? ds.item_bytes : mean_bytes,
-                                subset_size, std::move(window_bytes)},
-                      now);
+  // The mean item size (for the plans' horizon) and a batch's bound by the largest items.
+  dispatcher_.add_job(job->id, {ds.index, slot, job->batch, prefetch, mean_bytes, subset_size, batch_bound}, now);
   if (ds.sampler->finished(slot)) dispatcher_.stop_job(job->id);  // resumed after its last epoch
 
   reply->set_job(job->name);
@@ -382,7 +382,7 @@ void ServingState::fit_window(Job& j, double now) {
   const uint64_t window = dispatcher_.window(j.id);
   uint64_t position = 0;
   for (const auto& [seq, entries] : j.sent) position += entries.size();
-  size_t first = j.pending.window_size();  // the first entry to demote
+  size_t first = 0;  // the first entry to demote: none of the window fits when its consumer holds it all
   for (size_t i = 0; i < j.pending.window_size(); ++i) {
     const Entry& e = j.pending[i];
     if (e.state == Entry::kFailed) {
@@ -447,6 +447,24 @@ void ServingState::update_waiting(Job& j) {
     if (counted == j.batch || e.last_of_epoch) break;
   }
   if (!j.closed) dispatcher_.set_waiting(j.id, waiting);
+}
+
+uint64_t ServingState::oldest_bytes(const Job& j, uint64_t items) const {
+  uint64_t bytes = 0;
+  for (const auto& [seq, entries] : j.sent) {
+    for (const Entry& e : entries) {
+      if (items == 0) return bytes;
+      bytes += j.ds->bytes_of(e.item);
+      --items;
+    }
+  }
+  for (const Entry& e : j.pending) {
+    if (items == 0) break;
+    if (e.state == Entry::kFailed) continue;  // dropped from the dispatcher's count
+    bytes += j.ds->bytes_of(e.item);
+    --items;
+  }
+  return bytes;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -618,6 +636,7 @@ ServingState::Poll ServingState::take_batch(Job& j, v1::Batch* out) {
     if (j.failure) throw *j.failure;
     if (j.closed) throw EngineError(EngineError::kUnavailable, "job closed");
     size_t take = 0;
+    if (j.sent.size() >= kMaxUnacknowledged) return Poll::kWait;  // until its consumer acknowledges one
     if (batch_ready(j, &take)) {
       std::vector<Entry> delivered;
       const bool last = j.pending[take - 1].last_of_epoch;
@@ -697,8 +716,9 @@ void ServingState::ack(JobId id, uint64_t seq, double wait_seconds, double now) 
     throw EngineError(EngineError::kInvalidArgument, fmt::format("acknowledgement of unknown batch {}", seq));
   }
   for (const Entry& e : it->second) store_->unpin(job.pending.key(e));
-  dispatcher_.acknowledged(id, it->second.size(), now);
-  job.sent.erase(it);
+  const uint64_t items = it->second.size();
+  job.sent.erase(it);  // first: the dispatcher's reservation reads the job's oldest items
+  dispatcher_.acknowledged(id, items, now);
   fill_window(job);
   wake(job);
   wake_space();

@@ -114,6 +114,103 @@ TEST(ServingState, ARoundQueuesTheWindowsLoadsForTheLoadersAndTheBatchIsReadyOnc
   EXPECT_THROW(state.ack(id, batch.seq(), 0, 0.1), EngineError) << "a batch is acknowledged once";
 }
 
+// A consumer that stops (a training loop in its val pass) must hold no more than two batches: the
+// rest of its window stays in the daemon, where it can give its room to other jobs.
+TEST(ServingState, AJobIsSentAtMostTwoBatchesItHasNotAcknowledged) {
+  ServingState state(options());
+  add(state, synthetic("d", 64));
+  v1::Registered reply;
+  const auto id = state.open_job(job_request("d", 4, 2, 4), &reply, {}, 0.0);
+  // A consumer takes three batches at once as they come, so that the job's rate is known and its
+  // queue fills to its window of 4 batches; then it stops acknowledging.
+  double t = kStart;
+  v1::Batch first, second, third;
+  for (int taken = 0; taken < 3; t += 0.05) {
+    state.dispatch(t);
+    run_loads(state);
+    if (state.poll_batch(id, &first) == ServingState::Poll::kBatch) {
+      state.ack(id, first.seq(), 0, t);
+      ++taken;
+    }
+  }
+  for (; t < 2.0; t += 0.01) {
+    state.dispatch(t);
+    run_loads(state);
+  }
+  ASSERT_EQ(state.status(t).jobs(0).queued(), 16u) << "a window of 4 batches, loaded";
+  ASSERT_EQ(state.poll_batch(id, &first), ServingState::Poll::kBatch);
+  ASSERT_EQ(state.poll_batch(id, &second), ServingState::Poll::kBatch);
+  static_assert(kMaxUnacknowledged == 2);
+  EXPECT_EQ(state.poll_batch(id, &third), ServingState::Poll::kWait) << "a third batch is ready, but not sent";
+  state.ack(id, first.seq(), 0, t);
+  ASSERT_EQ(state.poll_batch(id, &third), ServingState::Poll::kBatch) << "sent once one is acknowledged";
+  EXPECT_EQ(third.seq(), second.seq() + 1);
+}
+
+// A training loader in its val pass: its consumer holds the two batches it was sent and stops. A
+// job that finds no room for its batch gets the rest of the paused job's window: those entries stay
+// decided but are unpinned, and are loaded again once the paused job consumes again.
+TEST(ServingState, APausedJobGivesTheRoomOfItsWindowBeyondItsTwoSentBatchesToAStarvingJob) {
+  ServingOptions o = options();
+  const uint64_t item = ArenaAllocator::rounded(8 * 8 * 3);
+  o.cache_bytes = 20 * item;  // the paused job's window (16 items) and the new job's batch (8) do not fit
+  ServingState state(o);
+  add(state, synthetic("d", 64));
+  v1::Registered reply;
+  const auto paused = state.open_job(job_request("d", 4, 1, 4), &reply, {}, 0.0);
+  double t = kStart;
+  v1::Batch b, held[2];
+  for (int taken = 0; taken < 3; t += 0.05) {  // consumed as they come: its rate is known
+    state.dispatch(t);
+    run_loads(state);
+    if (state.poll_batch(paused, &b) == ServingState::Poll::kBatch) {
+      state.ack(paused, b.seq(), 0, t);
+      ++taken;
+    }
+  }
+  for (; t < 1.0; t += 0.01) {
+    state.dispatch(t);
+    run_loads(state);
+  }
+  ASSERT_EQ(state.poll_batch(paused, &held[0]), ServingState::Poll::kBatch);
+  ASSERT_EQ(state.poll_batch(paused, &held[1]), ServingState::Poll::kBatch);
+  ASSERT_EQ(state.status(t).jobs(0).queued(), 16u) << "its window: 2 batches sent, 2 loaded";
+  ASSERT_EQ(state.status(t).pinned_bytes(), 16 * item);
+
+  const auto other = state.open_job(job_request("d", 8, 1, 1), &reply, {}, t);
+  bool served = false;
+  for (const double start = t; t < start + 3.0 && !served; t += 0.05) {
+    state.dispatch(t);
+    run_loads(state);
+    served = state.poll_batch(other, &b) == ServingState::Poll::kBatch;
+  }
+  ASSERT_TRUE(served) << "the new job starved beside the paused one";
+  const v1::StatusReply s = state.status(t);
+  EXPECT_EQ(s.jobs(0).queued(), 16u) << "the paused job's items stay decided";
+  EXPECT_EQ(s.jobs(0).planned(), 8u) << "the two batches it was not sent are unpinned";
+  EXPECT_LE(s.pinned_bytes(), 16 * item);
+
+  // It consumes again: its planned items are loaded again, and its epoch is exact.
+  state.ack(other, b.seq(), 0, t);
+  state.close_job(other);
+  std::multiset<uint32_t> ids;
+  for (const v1::Batch& h : held) {
+    ids.insert(h.ids().begin(), h.ids().end());
+    state.ack(paused, h.seq(), 0, t);
+  }
+  for (int batches = 0; batches < 16 - 5 && t < 30; t += 0.01) {
+    state.dispatch(t);
+    run_loads(state);
+    if (state.poll_batch(paused, &b) == ServingState::Poll::kBatch) {
+      ids.insert(b.ids().begin(), b.ids().end());
+      state.ack(paused, b.seq(), 0, t);
+      ++batches;
+    }
+  }
+  EXPECT_EQ(ids.size(), 64u - 3 * 4) << "every item of the epoch but the first three batches, once";
+  EXPECT_EQ(std::set<uint32_t>(ids.begin(), ids.end()).size(), ids.size());
+}
+
 // The whole life of two jobs on one dataset, with the clock advanced by hand: every item is loaded
 // once for both, each job gets every item once per epoch, and nothing stays pinned once they end.
 TEST(ServingState, TwoIdenticalJobsDrivenWithoutThreadsShareEveryLoadAndGetExactEpochs) {

@@ -16,7 +16,7 @@ from torch.utils.data import (DistributedSampler, RandomSampler, SequentialSampl
 from torchvision import datasets
 from torchvision.datasets.folder import DatasetFolder
 
-from conftest import BUILD, JOADER, photo_imagefolder
+from conftest import BUILD, JOADER, Daemon, photo_imagefolder
 
 import joader
 import joader.torch
@@ -270,3 +270,89 @@ def test_a_daemon_that_cannot_start_is_an_error_quoting_its_log(autostart_dir, p
     off = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir, JOADER_AUTOSTART="0"),
                          capture_output=True, text=True, timeout=240)
     assert off.returncode != 0 and "no Joader daemon at" in off.stderr and "could not be started" not in off.stderr
+
+
+def test_a_loader_paused_for_a_val_pass_gives_its_room_to_the_val_loader_and_gets_it_back(workdir):
+    # One process, a train loader and a val loader, as every training script: the train loader is
+    # idle while the val pass runs. Its window (4 batches of 8 items of 12 KiB) and a val batch of
+    # 20 items do not fit in the cache together; the 2 batches it was sent and the val batch do.
+    # The items decided for it stay decided (its epoch stays exact) but give back their room.
+    daemon = Daemon(workdir, cache_size="576KiB")
+    try:
+        client = joader.Client(daemon.socket)
+        client.add_dataset("own", source="synthetic:200:64x64")
+        train = joader.Loader("own", name="train", indices=range(100), batch_size=8, prefetch=4, epochs=2,
+                              client=client)
+        val = joader.Loader("own", name="val", indices=range(100, 200), batch_size=20, epochs=None, shuffle=False,
+                            client=client)
+        seen = []
+        batches = iter(train)
+        for rounds in range(4):
+            for _ in range(3):
+                seen += next(batches).indices.tolist()
+                time.sleep(0.1)  # a training step
+            if rounds == 0:  # the train loader's whole window is decided and loaded before the val pass
+                deadline = time.monotonic() + 20
+                while [j["queued"] for j in client.status()["jobs"] if j["name"] == "train"] != [32]:
+                    assert time.monotonic() < deadline, "the train loader's window (32 items) did not fill"
+                    time.sleep(0.02)
+            started = time.monotonic()
+            ids = [i for b in val.batches(until_epoch_end=True) for i in b.indices.tolist()]
+            assert ids == list(range(100, 200)), "the val pass, in order"
+            assert time.monotonic() - started < 8, "the val job waited for room instead of being given it"
+        seen += [i for b in batches for i in b.indices.tolist()]
+        assert sorted(seen) == sorted(list(range(100)) * 2), "the paused job's two epochs are exact"
+        val.close()
+    finally:
+        daemon.stop()
+
+
+TRIAL = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {python!r})
+    import torch
+    import torchvision.transforms as T
+    from torch.utils.data import Subset
+    from torchvision import datasets
+    from joader.torch import DataLoader
+
+    recipe = T.Compose([T.RandomResizedCrop(64), T.RandomHorizontalFlip(), T.TrivialAugmentWide(), T.ToTensor(),
+                        T.RandomErasing(0.25)])
+    train = datasets.ImageFolder({photos!r}, transform=recipe)
+    val = datasets.ImageFolder({photos!r}, transform=T.Compose([T.Resize(72), T.CenterCrop(64), T.ToTensor()]))
+    fold = Subset(train, [i for i in range(len(train)) if i % {jobs} != {job}])
+    loader = DataLoader(fold, batch_size=3, shuffle=True, num_workers=2, drop_last=True, persistent_workers=True)
+    val_loader = DataLoader(val, batch_size=4)
+    for epoch in range(2):
+        n = sum(1 for x, y in loader)
+        assert n == len(loader) == len(fold) // 3, (n, len(loader))
+        labels = [int(t) for x, y in val_loader for t in y]
+        assert labels == val.targets, "val in ImageFolder's order"
+    print("ok")
+""")
+
+
+def test_the_trials_sweep_of_large_photos_runs_with_default_settings(workdir, tmp_path):
+    # Issue 38's trial: four processes at once, each alternating a train loader (a crop, flip and
+    # TrivialAugmentWide recipe, RandomErasing) and a val loader, on photos up to 2500x8800, with
+    # nothing set: the first loader starts the daemon with its default cache.
+    photos = photo_imagefolder(tmp_path, 10, 300, 8800)
+    env = auto_env(workdir)
+    env.pop("JOADER_CACHE_SIZE")
+    try:
+        jobs = [subprocess.Popen([sys.executable, "-c", TRIAL.format(python=os.path.join(BUILD, "python"), photos=photos,
+                                                                     jobs=4, job=n)],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(4)]
+        results = [(p.wait(timeout=600), *p.communicate()) for p in jobs]
+        for code, out, err in results:
+            assert code == 0 and out.strip() == "ok", err[-3000:]
+        started = [line for _, _, err in results for line in err.splitlines() if "joader: started a daemon" in line]
+        assert len(started) == 1, started
+        status = json.loads(joader_cli("status", "--json", env=env).stdout)
+        assert status["jobs_opened"] >= 8 and status["jobs"] == []
+        with open(os.path.join(workdir, "j.log")) as f:
+            assert "by default: " in f.read()
+    finally:
+        stop = joader_cli("stop", env=env)
+    assert stop.returncode == 0, stop.stderr
+    assert shm_arenas(status["pid"]) == [], "joader stop leaves nothing in /dev/shm"
