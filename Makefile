@@ -52,6 +52,7 @@ bench: build
 	JOADER_BUILD=$(BUILD) /usr/bin/python3 bench/daemon_bench.py
 	/usr/bin/python3 bench/e2e/run.py --build $(BUILD) --out docs
 	$(BUILD)/prep_bench --benchmark_min_time=1 $(BUILD)/e2e-data
+	/usr/bin/python3 bench/sweep.py --build $(BUILD)
 
 # Sanitizer builds live in their own folders; the tests are the same.
 test-asan:

@@ -1,14 +1,17 @@
-"""`make demo` / `joader demo`: three real PyTorch trainings sharing one Joader daemon.
+"""`make demo` / `joader demo`: three stock PyTorch training scripts sharing one Joader daemon.
 
-It generates a small ImageFolder (3000 JPEGs, 10 classes) in a temporary folder under build/,
-starts `joader serve` with a cache of 28 MiB (about 40 % of the decoded dataset, so that sharing
-must come from the coupled sampler, not from caching everything), registers the images decoded at
-their own size, and runs three training processes (a small CNN on CPU) with overlapping subsets,
-staggered starts and different batch sizes. Each trains with its own random crops and flips
-(RandomResizedCrop + RandomHorizontalFlip, run per item in C++) and evaluates on held-out items
-after every epoch (Resize + CenterCrop, a second job on the same decoded dataset). It shows live
-progress from the daemon and ends with what each job did and how much decoding the sharing saved.
-Everything it creates is removed at the end, also on Ctrl-C.
+It generates a small ImageFolder (3000 JPEGs, 10 classes) in a temporary folder under build/ and
+runs three copies of examples/stock_train.py — a plain torchvision script whose only change is
+`from joader.torch import DataLoader` — with overlapping subsets (100 %, 75 %, 50 %), staggered
+starts and different batch sizes. Nothing is started or registered by hand: the first script's
+loader starts the daemon, and each script's ImageFolder is registered by its loader (one
+registration for all three). Each trains with its own random crops and flips (RandomResizedCrop +
+RandomHorizontalFlip, run per item in C++) and evaluates on 300 held-out items after every epoch
+(Resize + CenterCrop, in the folder's order). The daemon's cache is set to 28 MiB (about 40 % of
+the decoded dataset, through JOADER_CACHE_SIZE), so that the sharing must come from the coupled
+sampler, not from caching everything. It shows live progress from the daemon and ends with what
+each job did and how much decoding the sharing saved; then `joader stop`, and everything it created
+is removed, also on Ctrl-C.
 
     PYTHONPATH=build/python /usr/bin/python3 -m joader.demo [--build build]
 """
@@ -22,66 +25,13 @@ import sys
 import tempfile
 import time
 
-JOBS = [  # name, share of the dataset, batch size, start delay (s)
+JOBS = [  # name, share of the training items, batch size, start delay (s)
     ("baseline-all", 1.00, 32, 0.0),
     ("ablation-75pct", 0.75, 64, 2.0),
     ("fewshot-50pct", 0.50, 16, 4.0),
 ]
 EPOCHS = 3
 CLASSES, PER_CLASS = 10, 300
-
-
-def train(args):
-    """One training process: a small CNN on CPU, fed by joader.torch.DataLoader."""
-    import numpy as np
-    import torch
-
-    import joader
-    from joader.torch import DataLoader
-
-    import torchvision.transforms as T
-
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    client = joader.Client(args.socket)
-    n = client.dataset("demo")["items"]
-    order = np.random.default_rng(7).permutation(n)
-    held_out, rest = order[:300], order[300:]  # the same held-out items for every job
-    subset = rest[: int(len(rest) * args.share)]
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
-        torch.nn.Flatten(), torch.nn.Linear(32 * 16, CLASSES))
-    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
-    # Training: each job's own random crops and flips, drawn per item and per epoch, run in C++ on
-    # the image the daemon decoded once for every job. Evaluation: Resize + CenterCrop.
-    loader = DataLoader("demo", batch_size=args.batch, indices=subset, epochs=EPOCHS, name=args.name, client=client,
-                        dtype=torch.float32,
-                        augment=T.Compose([T.RandomResizedCrop(64, scale=(0.35, 1.0)), T.RandomHorizontalFlip()]))
-    evaluate = DataLoader("demo", batch_size=100, indices=held_out, epochs=EPOCHS, name=args.name + "-eval",
-                          client=client, dtype=torch.float32, augment=T.Compose([T.Resize(72), T.CenterCrop(64)]))
-    items, epoch_losses, accuracies = 0, [], []
-    for epoch in range(EPOCHS):
-        losses = []
-        model.train()
-        for images, labels in loader:
-            out = torch.nn.functional.cross_entropy(model(images), labels)
-            opt.zero_grad()
-            out.backward()
-            opt.step()
-            items += len(labels)
-            losses.append(out.item())
-        epoch_losses.append(sum(losses) / len(losses))
-        model.eval()
-        correct = total = 0
-        with torch.no_grad():
-            for images, labels in evaluate:
-                correct += int((model(images).argmax(1) == labels).sum())
-                total += len(labels)
-        accuracies.append(correct / total)
-    with open(args.result, "w") as f:
-        json.dump({"name": args.name, "epochs": EPOCHS, "items": items, "losses": epoch_losses,
-                   "accuracy": accuracies}, f)
 
 
 def progress_line(status):
@@ -92,41 +42,34 @@ def progress_line(status):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Three PyTorch trainings sharing one Joader daemon")
+    ap = argparse.ArgumentParser(description="Three stock PyTorch training scripts sharing one Joader daemon")
     ap.add_argument("--build", default=os.environ.get("JOADER_BUILD", "build"))
-    ap.add_argument("--train", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--socket", help=argparse.SUPPRESS)
-    ap.add_argument("--name", help=argparse.SUPPRESS)
-    ap.add_argument("--share", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--batch", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.train:
-        return train(args)
 
     import joader
-    from joader.daemon import Daemon
 
     build = os.path.abspath(args.build)
+    script = os.path.join(os.path.dirname(build), "examples", "stock_train.py")
+    if not os.path.exists(script):
+        raise SystemExit(f"error: {script} not found (run the demo from the source tree: make demo)")
     work = tempfile.mkdtemp(prefix="demo-", dir=build)
     os.chmod(work, 0o700)
     procs = []
-    daemon = None
+    socket = os.path.join(work, "joader.sock")
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), JOADER_SOCKET=socket,
+               JOADER_BIN=os.path.join(build, "joader"), JOADER_CACHE_SIZE="28MiB", JOADER_AUTOSTART="1")
+    client = None
     try:
         t0 = time.monotonic()
         print(f"Generating {CLASSES * PER_CLASS} JPEGs in {CLASSES} classes ...", flush=True)
         subprocess.run([os.path.join(build, "make_images"), os.path.join(work, "images"), "--classes", str(CLASSES),
                         "--per-class", str(PER_CLASS), "--size", "96x80", "--learnable"], check=True)
-        daemon = Daemon(os.path.join(build, "joader"), work, cache_size="28MiB")
-        socket = daemon.socket
-        client = joader.Client(socket)
-        info = client.add_dataset("demo", source=f"imagefolder:{work}/images")  # decoded once, own size
-        print(f"Daemon up; dataset 'demo': {info['items']} items, {info['prep']}.")
-        print("Starting 3 training jobs (overlapping subsets, staggered starts, different batch sizes), each with\n"
-              "its own RandomResizedCrop + RandomHorizontalFlip, and an evaluation on 300 held-out items per epoch:")
+        print(f"Starting 3 copies of {os.path.relpath(script)} (a stock torchvision script; its one change:\n"
+              "`from joader.torch import DataLoader`), with overlapping subsets, staggered starts and different\n"
+              "batch sizes; each with its own RandomResizedCrop + RandomHorizontalFlip and a val pass on 300\n"
+              "held-out items per epoch. The first one's loader starts the daemon:")
         for name, share, batch, _ in JOBS:
             print(f"  {name:<16} {share:>4.0%} of the training items, batch {batch:>2}, {EPOCHS} epochs")
-        env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
         start = time.monotonic()
         pending = list(JOBS)
         tty = sys.stdout.isatty()
@@ -136,10 +79,19 @@ def main():
             while pending and pending[0][3] <= now:
                 name, share, batch, _ = pending.pop(0)
                 procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "joader.demo", "--train", "--socket", socket, "--name", name,
-                     "--share", str(share), "--batch", str(batch), "--result", os.path.join(work, name + ".json")],
-                    env=env))
-            status = client.status()
+                    [sys.executable, script, os.path.join(work, "images"), "--share", str(share), "--batch",
+                     str(batch), "--epochs", str(EPOCHS), "--result", os.path.join(work, name + ".json")],
+                    env=env, stdout=subprocess.DEVNULL))
+            if client is None:
+                if not os.path.exists(socket):
+                    time.sleep(0.25)
+                    continue
+                client = joader.Client(socket)
+            try:
+                status = client.status()
+            except joader.JoaderError:  # still starting
+                time.sleep(0.25)
+                continue
             if tty:
                 print("\r" + progress_line(status)[:160].ljust(160), end="", flush=True)
             elif now - last_print >= 2:
@@ -152,7 +104,10 @@ def main():
         if failed:
             raise RuntimeError(f"training job(s) failed: {failed}")
         status = client.status()
-        results = [json.load(open(os.path.join(work, name + ".json"))) for name, *_ in JOBS]
+        results = []
+        for name, *_ in JOBS:
+            with open(os.path.join(work, name + ".json")) as f:
+                results.append(dict(json.load(f), name=name))
         print(f"\n{'job':<16} {'epochs':>6} {'items':>7}   {'mean loss per epoch':<26} held-out accuracy")
         for r in results:
             losses = " → ".join(f"{x:.3f}" for x in r["losses"])
@@ -176,8 +131,9 @@ def main():
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
-        if daemon is not None:
-            daemon.stop()
+        if os.path.exists(socket):
+            subprocess.run([os.path.join(build, "joader"), "stop", "--socket", socket], env=env,
+                           stdout=subprocess.DEVNULL)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
