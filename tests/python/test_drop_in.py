@@ -356,3 +356,18 @@ def test_the_trials_sweep_of_large_photos_runs_with_default_settings(workdir, tm
         stop = joader_cli("stop", env=env)
     assert stop.returncode == 0, stop.stderr
     assert shm_arenas(status["pid"]) == [], "joader stop leaves nothing in /dev/shm"
+
+
+def test_a_shuffled_job_alone_on_a_seeded_daemon_has_the_same_order_in_every_run(workdir):
+    orders = []
+    for run in range(2):
+        daemon = Daemon(workdir, extra=("--seed", "5"))
+        try:
+            client = joader.Client(daemon.socket)
+            client.add_dataset("own", source="synthetic:50:16x16", crop=8)
+            loader = joader.Loader("own", batch_size=7, epochs=2, client=client)
+            orders.append([i for b in loader for i in b.indices.tolist()])
+        finally:
+            daemon.stop()
+    assert sorted(orders[0][:50]) == list(range(50)) and orders[0][:50] != list(range(50))
+    assert orders[0] == orders[1]
