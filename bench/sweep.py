@@ -39,17 +39,21 @@ def make_photos(folder, count, smallest, largest):
 
 def sweep(script, photos, args, env, work, tag):
     started = time.monotonic()
+    errs = [open(os.path.join(work, f"{tag}-{n}.err"), "w+") for n in range(args.jobs)]
     procs = [subprocess.Popen([sys.executable, script, photos, "--folds", str(args.jobs), "--fold", str(n),
                                "--batch", str(args.batch), "--epochs", str(args.epochs), "--held-out",
                                str(args.held_out), "--seed", str(n), "--size", "112", "--workers", "2", "--recipe", args.recipe,
                                "--result", os.path.join(work, f"{tag}-{n}.json")],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              env=env, stdout=subprocess.DEVNULL, stderr=errs[n])  # files: no pipe fills up
              for n in range(args.jobs)]
-    errors = [p.communicate()[1] for p in procs]
+    for p in procs:
+        p.wait()
     wall = time.monotonic() - started
-    for p, err in zip(procs, errors):
+    for p, err in zip(procs, errs):
+        err.seek(0)
         if p.returncode != 0:
-            raise SystemExit(f"{tag}: a job failed ({p.returncode}):\n{err[-3000:]}")
+            raise SystemExit(f"{tag}: a job failed ({p.returncode}):\n{err.read()[-3000:]}")
+        err.close()
     loops = []
     for n in range(args.jobs):
         with open(os.path.join(work, f"{tag}-{n}.json")) as f:
@@ -64,7 +68,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--photos", type=int, default=400)
     ap.add_argument("--smallest", type=int, default=300)
-    ap.add_argument("--largest", type=int, default=2000)
+    ap.add_argument("--largest", type=int, default=3000)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--held-out", type=int, default=60)
@@ -109,6 +113,8 @@ def main():
         print(f"  torch / Joader   : sweep {med['torch'][0] / med['joader'][0]:.2f}x, "
               f"job loop {med['torch'][1] / med['joader'][1]:.2f}x")
     finally:
+        subprocess.run([os.path.join(build, "joader"), "stop", "--socket", os.path.join(work, "j.sock")],
+                       capture_output=True)  # a failed run leaves no daemon behind
         shutil.rmtree(work, ignore_errors=True)
 
 

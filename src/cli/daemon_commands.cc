@@ -421,8 +421,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("serve", "Run the Joader daemon (stop it with Ctrl-C or SIGTERM)");
   add_socket_option(cmd, o->daemon.socket);
   cmd->add_option("--cache-size", o->cache_size,
-                  "Shared-memory cache size, e.g. 512MiB, 2GiB; auto: a quarter of the RAM, at most half of the free "
-                  "space on /dev/shm")
+                  "Shared-memory cache size, e.g. 512MiB, 2GiB; auto: a quarter of the RAM (or of the cgroup's memory "
+                  "limit), at most 64GiB and half of the free space on /dev/shm")
       ->capture_default_str();
   cmd->add_option("--threads", o->daemon.engine.threads, "Loader threads that read and prepare items (default: one per core)")
       ->check(CLI::Range(1u, 1024u));

@@ -78,7 +78,15 @@ void Dispatcher::acknowledged(JobKey key, uint64_t items, double now) {
   }
 }
 
-void Dispatcher::set_shrinkable(JobKey key, bool shrinkable) { jobs_.at(key).shrinkable = shrinkable; }
+void Dispatcher::set_shrinkable(JobKey key, bool shrinkable) {
+  Job& j = jobs_.at(key);
+  j.shrinkable = shrinkable;
+  if (shrinkable) fit_reservation(key, j);  // what entered its window meanwhile may not fit
+}
+
+bool Dispatcher::any_unshrinkable() const {
+  return std::any_of(jobs_.begin(), jobs_.end(), [](const auto& j) { return !j.second.shrinkable; });
+}
 
 void Dispatcher::delivered(JobKey key, uint64_t items) { jobs_.at(key).in_flight += items; }
 
@@ -99,26 +107,22 @@ uint32_t Dispatcher::held_batches(const Job& j) {
   return static_cast<uint32_t>(std::clamp<uint64_t>((j.in_flight + b - 1) / b, 1, j.config.prefetch));
 }
 
-uint32_t Dispatcher::sent_batches(const Job& j) {
-  const uint64_t b = j.config.batch;
-  return static_cast<uint32_t>(std::min<uint64_t>((j.in_flight + b - 1) / b, j.config.prefetch));
-}
-
-bool Dispatcher::is_blocked(const Job& j) const {
-  // Shrunk (a full window that its consumer holds is its consumer's doing), running, and holding
-  // nothing beyond what it was sent while more is decided.
-  return !j.stopped && j.window_batches < j.config.prefetch && last_ - j.last_ack < options_.idle_after &&
-         window_of(j) <= j.in_flight && j.queued > j.in_flight;
-}
-
 bool Dispatcher::is_starving(const Job& j) const {
-  return (!j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0)) || is_blocked(j);
+  return !j.stopped && ((j.queued < j.config.batch && !is_full(j) && !can_take(j, 0)) || j.blocked);
+}
+
+bool Dispatcher::fits_grown(JobKey key, Job& j) const {
+  return reserved_ - j.reserved + reservation(key, j, window_of(j) + j.config.batch) <= capacity_;
 }
 
 bool Dispatcher::grow_blocked(JobKey key, Job& j) {
-  if (!is_blocked(j) || j.window_batches >= j.config.prefetch) return false;
-  if (reserved_ - j.reserved + reservation(key, j, window_of(j) + j.config.batch) > capacity_) return false;
-  set_window(key, j, j.window_batches + 1);
+  if (!j.blocked) return false;
+  if (j.window_batches < j.config.prefetch) {
+    if (!fits_grown(key, j)) return false;
+    set_window(key, j, j.window_batches + 1);
+  }
+  // Unblocked once its window holds a whole batch beyond what its consumer holds.
+  j.blocked = window_of(j) < j.in_flight + j.config.batch && j.window_batches < j.config.prefetch;
   return true;
 }
 
@@ -149,13 +153,16 @@ void Dispatcher::balance_windows(double now) {
     }
     std::vector<std::pair<JobKey, Job*>> idle;
     for (auto& [other_key, k] : jobs_) {
-      if (&k != &s && k.shrinkable && !k.stopped && now - k.last_ack >= options_.idle_after &&
-          k.window_batches > held_batches(k)) {
+      // For a job that merely cannot fill its window, a job is idle only once it has missed a few
+      // of its own batches too: one whose steps take longer than idle_after is not shrunk for it.
+      double idle_for = options_.idle_after;
+      if (!starving && k.rate > 0) idle_for = std::max(idle_for, 4 * double(k.config.batch) / k.rate);
+      if (&k != &s && k.shrinkable && !k.stopped && now - k.last_ack >= idle_for && k.window_batches > held_batches(k)) {
         idle.emplace_back(other_key, &k);
       }
     }
     std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a.second->last_ack < b.second->last_ack; });
-    const auto served = [&] { return is_blocked(s) ? grow_blocked(key, s) : can_take(s, 0); };
+    const auto served = [&, key = key] { return s.blocked ? grow_blocked(key, s) : can_take(s, 0); };
     bool done = served();
     for (auto [other_key, k] : idle) {
       if (done) break;
@@ -167,8 +174,7 @@ void Dispatcher::balance_windows(double now) {
   if (any_starving_) return;
   for (auto& [key, j] : jobs_) {  // shrunk windows of jobs that consume again grow back as room allows
     while (j.window_batches < j.config.prefetch && now - j.last_ack < options_.idle_after) {
-      const uint64_t grown = reservation(key, j, window_of(j) + j.config.batch);
-      if (j.queued > window_of(j) && reserved_ - j.reserved + grown > capacity_) break;
+      if (j.queued > window_of(j) && !fits_grown(key, j)) break;
       set_window(key, j, j.window_batches + 1);
     }
   }
@@ -195,21 +201,25 @@ uint64_t Dispatcher::batch_bound(const Job& j) {
 }
 
 uint64_t Dispatcher::reservation(JobKey key, Job& j, uint64_t window_items) const {
-  // The whole batches of the window at their own sizes, a partly decided one at its bound: any
-  // part of a batch takes no more than the bound, so deciding its items never raises the
-  // reservation above what admitting the batch checked.
-  const uint64_t n = std::min(j.queued, window_items);
-  const uint64_t whole = n - n % j.config.batch;
-  uint64_t exact = whole * j.config.item_bytes;
+  // The window's decided items (at least those its consumer holds) at their own sizes; when the
+  // queue's last batch is being decided inside the window, that batch at its bound instead: the
+  // items decided for it take no more (the owner counts an item once per job, and a batch holds
+  // at most `batch` items), so deciding them never raises the reservation above what admitting
+  // the batch checked.
+  const uint64_t b = j.config.batch;
+  const uint64_t n = std::min(j.queued, std::max(window_items, j.in_flight));
+  const bool open = n == j.queued && n % b != 0;
+  const uint64_t exact_items = open ? n - n % b : n;
+  uint64_t exact = exact_items * j.config.item_bytes;
   if (item_bytes_) {
-    if (j.front_moved || whole != j.exact_items) {
-      j.exact_items = whole;
-      j.exact_bytes = whole == 0 ? 0 : item_bytes_(key, whole);
+    if (j.front_moved || exact_items != j.exact_items) {
+      j.exact_items = exact_items;
+      j.exact_bytes = exact_items == 0 ? 0 : item_bytes_(key, exact_items);
       j.front_moved = false;
     }
     exact = j.exact_bytes;
   }
-  return exact + (n % j.config.batch != 0 ? batch_bound(j) : 0);
+  return exact + (open ? batch_bound(j) : 0);
 }
 
 void Dispatcher::update_reservation(JobKey key, Job& j) {
@@ -219,7 +229,17 @@ void Dispatcher::update_reservation(JobKey key, Job& j) {
 }
 
 void Dispatcher::fit_reservation(JobKey key, Job& j) {
-  while (reserved_ > capacity_ && j.window_batches > sent_batches(j)) set_window(key, j, j.window_batches - 1);
+  // A job with skipped entries pending keeps its window (see set_shrinkable): its excess lasts
+  // until they are passed over.
+  if (!j.shrinkable) return;
+  bool shrank = false;
+  while (reserved_ > capacity_ && j.window_batches > 0) {
+    set_window(key, j, j.window_batches - 1);
+    shrank = true;
+  }
+  // Its window no longer holds a whole batch beyond what its consumer holds: its consumer will
+  // wait for room. Blocked, it starves ("Idle jobs") until its window can grow.
+  if (shrank && window_of(j) < j.in_flight + j.config.batch && j.queued > j.in_flight) j.blocked = true;
 }
 
 void Dispatcher::set_queued(JobKey key, Job& j, uint64_t queued) {

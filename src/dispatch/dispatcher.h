@@ -43,10 +43,11 @@
 // items but a partly decided last batch), plus, while a batch of the window is partly decided,
 // what any one batch of its items may take (batch_bound: items of different sizes are bounded by
 // the job's largest ones until they are decided, then reserve their own size); plan items reserve
-// nothing. Without item_bytes every item takes JobConfig::item_bytes. When an acknowledgement
-// brings plan items into a window and they take more than the room left, the window shrinks by
-// batches, down to the batches its consumer holds (none, if it holds none): the job is then
-// *blocked* and starves (see "Idle jobs") until its window can grow by a batch.
+// nothing. Without item_bytes every item takes JobConfig::item_bytes. The items its consumer holds
+// (delivered, not acknowledged) are reserved whatever its window. When an acknowledgement brings
+// plan items into a window and they take more than the room left, the window shrinks by batches,
+// down to none; if it no longer holds a whole batch beyond what its consumer holds, the job is
+// *blocked*: it starves (see "Idle jobs") until its window can grow by a batch.
 // A job starts a batch only when that fits in `capacity` on top of every reservation *and* of the
 // batches that the jobs admitted before it in the same round are starting (checking each against
 // the start-of-round total once let two jobs share the last free batch; see docs/DAEMON.md). When
@@ -61,7 +62,8 @@
 // that finds no room goes first: behind it no job starts a batch, so the room that consumers free
 // comes to it. A running job (one that acknowledged within idle_after) whose window cannot fill
 // for want of room shrinks idle windows the same way, so that it runs with its whole prefetch
-// while idle consumers (a val loader during training) wait. A job that starves for starve_after seconds while nobody acknowledges anything
+// while idle consumers (a val loader during training) wait; for it, a job is idle only after
+// idle_after and four of its own batch intervals without an acknowledgement. A job that starves for starve_after seconds while nobody acknowledges anything
 // (nothing left to reclaim, no room coming) is reported by starving(), for the owner to fail with
 // an error that names the jobs holding the room.
 //
@@ -168,7 +170,7 @@ class Dispatcher {
     JobSlot slot = 0;           // its slot in the group's sampler
     uint32_t batch = 1;         // items per batch (≥ 1)
     uint32_t prefetch = 4;      // batches loaded ahead: the job's window (≥ 1)
-    uint64_t item_bytes = 0;    // reserved per item of the window (and its mean size, for plans)
+    uint64_t item_bytes = 0;    // its mean item size (plans), and what each item reserves without ItemBytes
     // The most items it decides ahead (one epoch: its subset's size); 0: no bound.
     uint64_t max_plan = 0;
     // When items differ in size: what any one batch of the job's items may take (the sum of the
@@ -239,6 +241,9 @@ class Dispatcher {
   double request_rate(uint32_t group, uint64_t signature, const RemainingSets& sets) const;
 
   uint64_t reserved_bytes() const { return reserved_; }
+  // Whether a job keeps its window whatever it reserves (skipped entries pending: set_shrinkable),
+  // so that the reservations may exceed the capacity until they are passed over.
+  bool any_unshrinkable() const;
   uint64_t capacity() const { return capacity_; }
   uint64_t queued(JobKey job) const { return jobs_.at(job).queued; }
   double rate(JobKey job) const { return jobs_.at(job).rate; }
@@ -268,6 +273,9 @@ class Dispatcher {
     // when that count changes or the queue's front moved (an acknowledgement or a drop).
     uint64_t exact_items = 0, exact_bytes = 0;
     bool front_moved = false;
+    // Its window was cut below a whole batch beyond what its consumer holds because plan items
+    // that entered it did not fit (see "Memory"): it starves until its window grows.
+    bool blocked = false;
     double pace = 0;       // the rate it earns credit at (rate, or its group's median)
     uint64_t acked_in_window = 0;
     double window_start = 0;
@@ -285,14 +293,12 @@ class Dispatcher {
   static uint64_t window_of(const Job& j) { return uint64_t{j.window_batches} * j.config.batch; }
   // The fewest batches its window may shrink to: what its consumer holds, at least one.
   static uint32_t held_batches(const Job& j);
-  static uint32_t sent_batches(const Job& j);  // the batches its consumer holds (possibly none)
-  // Its window, shrunk, holds only what its running consumer was sent, while more is decided: plan
-  // items that an acknowledgement brought to the window did not fit (see "Memory"), or a paused
-  // job came back. Its consumer will wait for room.
-  bool is_blocked(const Job& j) const;
-  // Short of a batch and no room to start it, or blocked.
+  // Short of a batch and no room to start it, or blocked (Job::blocked).
   bool is_starving(const Job& j) const;
-  // A blocked job's window grows by a batch if that fits; returns whether it did.
+  // Whether the job's window may grow by a batch: the reservation that gives fits.
+  bool fits_grown(JobKey key, Job& j) const;
+  // A blocked job's window grows by a batch if that fits (unblocking it once it holds a whole
+  // batch beyond what its consumer holds); returns whether it did.
   bool grow_blocked(JobKey key, Job& j);
   void set_window(JobKey key, Job& j, uint32_t batches);
   // Shrinks idle windows for starving jobs, grows shrunk windows back where room allows.
@@ -304,7 +310,7 @@ class Dispatcher {
   static double plan_pace(const Job& j);    // the rate its horizon follows (plan_rate, or pace)
   static double plan_time(const Job& j);    // seconds its queue lasts at that rate
   double earning(const Job& j, double pace) const;  // credit per second
-  // What the job reserves with a window of `window_items`; `exact` caches its exact part.
+  // What the job reserves with a window of `window_items` (its exact part cached in the Job).
   uint64_t reservation(JobKey key, Job& j, uint64_t window_items) const;
   void update_reservation(JobKey key, Job& j);  // after its queue or window changed
   // Shrinks the window, a batch at a time down to what its consumer holds, while the reservations

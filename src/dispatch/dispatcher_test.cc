@@ -410,12 +410,40 @@ TEST(Dispatcher, AJobWhosePlanItemsFindNoRoomWaitsBlockedAndGrowsOnceRoomIsFreed
   EXPECT_EQ(d.reserved_bytes(), 400u);
   EXPECT_FALSE(d.next_round(0.3)) << "blocked: it waits for room, and no job starts a batch before it";
   EXPECT_EQ(d.window(1), 0u);
+  d.next_round(5.0);
+  EXPECT_EQ(d.window(1), 0u) << "still blocked 5 s later: its consumer waits, it does not pass for idle";
+  EXPECT_TRUE(d.starving().empty());
   queues[2].clear();
-  d.acknowledged(2, 2, 0.3);  // job 2 consumed: room
-  d.next_round(0.3);
+  d.acknowledged(2, 2, 5.0);  // job 2 consumed: room
+  d.next_round(5.0);
   EXPECT_EQ(d.window(1), 2u) << "grown by the batch that fits";
   EXPECT_EQ(d.reserved_bytes(), 980u);
   EXPECT_TRUE(d.starving().empty());
+}
+
+TEST(Dispatcher, ABlockedJobThatNoRoomReachesIsReportedAsStarving) {
+  Dispatcher d(1000, 0.0, at_once());
+  std::map<Key, std::vector<uint64_t>> queues = {{1, {10, 10, 490, 490}}, {2, {200, 200}}};
+  d.set_item_bytes([&](Key k, uint64_t items) {
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
+    return sum;
+  });
+  Dispatcher::JobConfig c = config(0, 2, 1, 10);
+  c.batch_bound = 980;
+  d.add_job(1, c, 0.0);
+  d.decided(1, 4);
+  d.add_job(2, config(1, 2, 1, 200), 0.0);
+  d.decided(2, 2);
+  d.delivered(2, 2);  // job 2's consumer holds its batch and never comes back
+  queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
+  d.acknowledged(1, 2, 0.1);
+  ASSERT_EQ(d.window(1), 0u);
+  d.next_round(0.1);  // the owner forms rounds after each acknowledgement
+  d.next_round(9.0);
+  EXPECT_TRUE(d.starving().empty());
+  d.next_round(10.2);
+  EXPECT_EQ(d.starving(), std::vector<Key>{1}) << "10 s blocked while nobody consumes: its owner says why";
 }
 
 TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAndGrowsBackWhenItConsumes) {

@@ -17,6 +17,10 @@ TEST(DefaultCache, IsAtMostHalfOfTheFreeSharedMemory) {
   EXPECT_EQ(default_cache_bytes(64 * GiB, 0), 16 * GiB) << "/dev/shm unreadable: RAM alone";
 }
 
+TEST(DefaultCache, IsAtMost64GiB) {
+  EXPECT_EQ(default_cache_bytes(1024 * GiB, 1024 * GiB), 64 * GiB) << "a start on a large host takes seconds";
+}
+
 TEST(DefaultCache, IsNeverBelow64MiB) {
   EXPECT_EQ(default_cache_bytes(128 * MiB, 64 * MiB), 64 * MiB) << "a container's 64 MiB /dev/shm fails at start, "
                                                                    "with the figure, rather than running starved";

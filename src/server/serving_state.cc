@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <random>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -104,7 +105,7 @@ void ServingState::check_invariants() const {
   if (planned != next_uses_.planned()) {
     broken(fmt::format("{} planned entries, {} planned uses", planned, next_uses_.planned()));
   }
-  if (dispatcher_.reserved_bytes() > store_->capacity()) {
+  if (dispatcher_.reserved_bytes() > store_->capacity() && !dispatcher_.any_unshrinkable()) {
     broken(fmt::format("reservations of {} bytes exceed the arena's {}", dispatcher_.reserved_bytes(),
                        store_->capacity()));
   }
@@ -450,19 +451,22 @@ void ServingState::update_waiting(Job& j) {
 }
 
 uint64_t ServingState::oldest_bytes(const Job& j, uint64_t items) const {
+  // An item decided twice (in two epochs) is one item in the arena: counted once.
+  std::unordered_set<ItemId> seen;
   uint64_t bytes = 0;
+  auto count = [&](const Entry& e) {
+    if (seen.insert(e.item).second) bytes += j.ds->bytes_of(e.item);
+    --items;
+  };
   for (const auto& [seq, entries] : j.sent) {
     for (const Entry& e : entries) {
       if (items == 0) return bytes;
-      bytes += j.ds->bytes_of(e.item);
-      --items;
+      count(e);
     }
   }
   for (const Entry& e : j.pending) {
     if (items == 0) break;
-    if (e.state == Entry::kFailed) continue;  // dropped from the dispatcher's count
-    bytes += j.ds->bytes_of(e.item);
-    --items;
+    if (e.state != Entry::kFailed) count(e);  // failed ones were dropped from the dispatcher's count
   }
   return bytes;
 }

@@ -204,7 +204,7 @@ class ServingState {
   void fit_window(Job& j, double now);
   std::string no_room_for_job(const Job& j) const;
   // The bytes of the job's `items` oldest decided items that were not dropped (sent, then
-  // pending): the dispatcher's exact reservations (Dispatcher::ItemBytes).
+  // pending), each item once: the dispatcher's exact reservations (Dispatcher::ItemBytes).
   uint64_t oldest_bytes(const Job& j, uint64_t items) const;
   // The load of `key` ended: its waiting entries become ready (loaded: the item is resident) or
   // fail with `error` (skipped under on_error skip).

@@ -211,6 +211,40 @@ TEST(ServingState, APausedJobGivesTheRoomOfItsWindowBeyondItsTwoSentBatchesToASt
   EXPECT_EQ(std::set<uint32_t>(ids.begin(), ids.end()).size(), ids.size());
 }
 
+// A batch larger than the job's subset holds some items twice (a batch never spans two epochs,
+// but a window of batches does): they are one item in the arena, reserved once, so that a cache
+// that holds the subset serves the job.
+TEST(ServingState, AnItemDecidedTwiceInAWindowIsReservedOnce) {
+  ServingOptions o = options();
+  const uint64_t item = ArenaAllocator::rounded(8 * 8 * 3);
+  o.cache_bytes = 14 * item;
+  ServingState state(o);
+  add(state, synthetic("d", 64));
+  v1::Register request = job_request("d", 8, 20, 3);
+  for (uint32_t id = 0; id < 5; ++id) request.add_ids(id);
+  v1::Registered reply;
+  const auto id = state.open_job(request, &reply, {}, 0.0);
+  std::multiset<uint32_t> got;
+  v1::Batch b;
+  int taken = 0;
+  for (double t = kStart; t < 20 && got.size() < 100; t += 0.01) {
+    state.dispatch(t);
+    state.check_invariants();  // aborts if the reservations exceed the cache
+    run_loads(state);
+    // Three batches taken as they come (the job's rate is known), then a pause that lets its
+    // window of 3 batches fill, several epochs deep.
+    if ((taken < 3 || t > 1.5) && state.poll_batch(id, &b) == ServingState::Poll::kBatch) {
+      got.insert(b.ids().begin(), b.ids().end());
+      state.ack(id, b.seq(), 0, t);
+      state.check_invariants();
+      ++taken;
+    }
+    if (t > 1.4 && t < 1.5) ASSERT_GE(state.status(t).jobs(0).queued(), 16u) << "its window filled";
+  }
+  EXPECT_EQ(got.size(), 100u) << "20 epochs of 5 items";
+  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(got.count(i), 20u);
+}
+
 // The whole life of two jobs on one dataset, with the clock advanced by hand: every item is loaded
 // once for both, each job gets every item once per epoch, and nothing stays pinned once they end.
 TEST(ServingState, TwoIdenticalJobsDrivenWithoutThreadsShareEveryLoadAndGetExactEpochs) {
