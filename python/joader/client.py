@@ -3,6 +3,7 @@ import ctypes
 import hashlib
 import numbers
 import os
+import time
 
 from . import _native, autostart
 
@@ -146,6 +147,25 @@ class Client:
     def socket(self):
         return self._native.socket
 
+    def _again(self, call):
+        """call(native client), made again when a client that starts its daemon (start=True: the
+        loaders') lost it mid-call: the daemon is started again, or waited for, for up to 60 s, as a
+        loader's job reconnects. Only for calls that may be repeated (a lookup, an identical
+        add_dataset)."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return call(self._native)
+            except _native.JoaderError as e:
+                if not self.start or getattr(e, "code", None) != UNAVAILABLE or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.2)
+            try:
+                self._handle, self._pid = Client(self._handle.socket, start=True)._handle, os.getpid()
+            except _native.JoaderError as e:
+                if getattr(e, "code", None) != UNAVAILABLE or time.monotonic() > deadline:
+                    raise
+
     def add_dataset(self, name=None, source=None, resize=None, crop=None, raw=False, on_error="fail"):
         """Registers a dataset (a no-op if an identical one exists); returns its description, whose
         "name" is the dataset's name.
@@ -167,10 +187,10 @@ class Client:
         resize = 0 if resize is None else integer("resize", resize, 1, 8192)
         crop = 0 if crop is None else integer("crop", crop, 1, 8192)
         # A relative path is made absolute in this process's working directory by the native client.
-        return self._native.add_dataset(name, source, bool(raw), resize, crop, on_error)
+        return self._again(lambda native: native.add_dataset(name, source, bool(raw), resize, crop, on_error))
 
     def datasets(self):
-        return self._native.list_datasets()
+        return self._again(lambda native: native.list_datasets())
 
     def remove_dataset(self, name):
         self._native.remove_dataset(name)
@@ -183,7 +203,7 @@ class Client:
 
     def status(self):
         """The daemon's counters: loads, deliveries, ld_ratio, hits, cache use, datasets, jobs."""
-        return self._native.status()
+        return self._again(lambda native: native.status())
 
     def dataset(self, name):
         """The description of dataset `name`; JoaderError (code 5, NOT_FOUND) if there is none."""

@@ -371,3 +371,21 @@ def test_a_shuffled_job_alone_on_a_seeded_daemon_has_the_same_order_in_every_run
             daemon.stop()
     assert sorted(orders[0][:50]) == list(range(50)) and orders[0][:50] != list(range(50))
     assert orders[0] == orders[1]
+
+
+def test_a_loaders_client_that_loses_its_daemon_while_setting_up_starts_one_again(autostart_dir):
+    # A job that starts just as the daemon dies: its set-up calls (the dataset's registration, a
+    # lookup) start a daemon again, as its batches would reconnect, instead of failing.
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {os.path.join(BUILD, "python")!r})
+        import joader
+        client = joader.Client(start=True)
+        first = client.status()["pid"]
+        os.kill(first, signal.SIGKILL)
+        os.waitpid(first, 0)
+        print(client.datasets() == [], client.status()["pid"] != first)
+    """)
+    run = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir), capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["True", "True"], run.stderr
