@@ -333,7 +333,7 @@ def main():
         for job in jobs:
             for proc in job.procs.values():
                 proc.popen.kill()
-        stop = subprocess.run([joader, "stop", "--socket", socket], capture_output=True, text=True)
+        stop = subprocess.run([joader, "stop", "--socket", socket], capture_output=True, text=True, timeout=120)
         if stop.returncode != 0:
             failures.append(f"joader stop: {stop.stderr}")
         for b in busy:

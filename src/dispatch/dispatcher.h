@@ -282,6 +282,7 @@ class Dispatcher {
     uint32_t window_batches = 0;  // its window now: config.prefetch, or fewer while shrunk
     uint64_t in_flight = 0;       // delivered to its consumer, not yet acknowledged
     double last_ack = 0;          // when it last acknowledged (or joined)
+    double ack_gap = 0;           // the time between its last two acknowledgements
     double starving_since = kNever;
     bool shrinkable = true;
     bool waiting = false;  // its next batch waits on loads (set_waiting)

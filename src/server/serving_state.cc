@@ -471,6 +471,13 @@ uint64_t ServingState::oldest_bytes(const Job& j, uint64_t items) const {
   return bytes;
 }
 
+bool ServingState::within_window(const Job& j, size_t take) const {
+  uint64_t items = 0;
+  for (const auto& [seq, entries] : j.sent) items += entries.size();
+  for (size_t i = 0; i < take; ++i) items += j.pending[i].state != Entry::kFailed;
+  return items <= dispatcher_.window(j.id);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Loads
 
@@ -641,7 +648,7 @@ ServingState::Poll ServingState::take_batch(Job& j, v1::Batch* out) {
     if (j.closed) throw EngineError(EngineError::kUnavailable, "job closed");
     size_t take = 0;
     if (j.sent.size() >= kMaxUnacknowledged) return Poll::kWait;  // until its consumer acknowledges one
-    if (batch_ready(j, &take)) {
+    if (batch_ready(j, &take) && within_window(j, take)) {
       std::vector<Entry> delivered;
       const bool last = j.pending[take - 1].last_of_epoch;
       const uint32_t epoch = j.pending[take - 1].epoch;

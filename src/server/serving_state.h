@@ -210,6 +210,10 @@ class ServingState {
   // fail with `error` (skipped under on_error skip).
   void finish_load(CacheKey key, bool loaded, const std::string& error);
   bool batch_ready(Job& j, size_t* take);
+  // Whether sending the next `take` entries keeps what its consumer holds within the dispatcher's
+  // window: after the window shrank, entries beyond it wait until fit_window demotes them, so that
+  // nothing is sent that the job's reservation does not cover.
+  bool within_window(const Job& j, size_t take) const;
   Poll take_batch(Job& j, v1::Batch* out);
   void release(Job& j);
   void fail_job(Job& j, EngineError::Code code, const std::string& message);

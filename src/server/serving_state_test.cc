@@ -239,7 +239,9 @@ TEST(ServingState, AnItemDecidedTwiceInAWindowIsReservedOnce) {
       state.check_invariants();
       ++taken;
     }
-    if (t > 1.4 && t < 1.5) ASSERT_GE(state.status(t).jobs(0).queued(), 16u) << "its window filled";
+    if (t > 1.4 && t < 1.5) {
+      ASSERT_GE(state.status(t).jobs(0).queued(), 16u) << "its window filled";
+    }
   }
   EXPECT_EQ(got.size(), 100u) << "20 epochs of 5 items";
   for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(got.count(i), 20u);
