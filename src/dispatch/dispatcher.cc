@@ -163,7 +163,9 @@ void Dispatcher::balance_windows(double now) {
       }
     }
     std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a.second->last_ack < b.second->last_ack; });
-    const auto served = [&, key = key] { return s.blocked ? grow_blocked(key, s) : can_take(s, 0); };
+    Job& job = s;  // a lambda may not capture a structured binding (clang)
+    const JobKey job_key = key;
+    const auto served = [this, &job, job_key] { return job.blocked ? grow_blocked(job_key, job) : can_take(job, 0); };
     bool done = served();
     for (auto [other_key, k] : idle) {
       if (done) break;
