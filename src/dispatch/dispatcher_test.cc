@@ -24,6 +24,16 @@ Dispatcher::JobConfig config(JobSlot slot, uint32_t batch = 16, uint32_t prefetc
   return {group, slot, batch, prefetch, item_bytes, 0, 0};
 }
 
+// The owner's item sizes, each job's queue oldest first: Dispatcher::ItemBytes over them.
+using Queues = std::map<Key, std::vector<uint64_t>>;
+Dispatcher::ItemBytes oldest_of(Queues& queues) {
+  return [&queues](Key k, uint64_t items) {
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
+    return sum;
+  };
+}
+
 // Consumers on a virtual clock: each acknowledges one batch every `period` seconds (± `jitter`,
 // uniform) when its queue holds a whole batch, else it waits for one. The driver steps time by
 // `dt` and forms every due round; it records each round's slots.
@@ -333,12 +343,8 @@ TEST(Dispatcher, ABatchReservesItsBoundUntilDecidedThenItsItemsOwnSizesSoOneHuge
   // may take 1030 bytes (its four largest items), a decided one what its items take. The owner's
   // queues: job 1's first item is the huge one.
   Dispatcher d(2300, 0.0, at_once());
-  std::map<Key, std::vector<uint64_t>> queues;
-  d.set_item_bytes([&](Key k, uint64_t items) {
-    uint64_t sum = 0;
-    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
-    return sum;
-  });
+  Queues queues;
+  d.set_item_bytes(oldest_of(queues));
   for (Key k : {1, 2}) {
     Dispatcher::JobConfig c = config(JobSlot(k - 1), 4, 3, 10);
     c.batch_bound = 1030;
@@ -366,12 +372,8 @@ TEST(Dispatcher, ABatchReservesItsBoundUntilDecidedThenItsItemsOwnSizesSoOneHuge
 TEST(Dispatcher, PlanItemsLargerThanTheRoomLeftShrinkTheWindowThatAnAcknowledgementBringsThemInto) {
   // Job 1's window is 2 batches of 2; its plan (beyond the window) holds two items of 500 bytes.
   Dispatcher d(1000, 0.0, at_once());
-  std::map<Key, std::vector<uint64_t>> queues = {{1, {10, 10, 10, 10, 500, 500}}, {2, {200, 200}}};
-  d.set_item_bytes([&](Key k, uint64_t items) {
-    uint64_t sum = 0;
-    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
-    return sum;
-  });
+  Queues queues = {{1, {10, 10, 10, 10, 500, 500}}, {2, {200, 200}}};
+  d.set_item_bytes(oldest_of(queues));
   Dispatcher::JobConfig c = config(0, 2, 2, 10);
   c.batch_bound = 600;
   d.add_job(1, c, 0.0);
@@ -390,12 +392,8 @@ TEST(Dispatcher, PlanItemsLargerThanTheRoomLeftShrinkTheWindowThatAnAcknowledgem
 
 TEST(Dispatcher, AJobWhosePlanItemsFindNoRoomWaitsBlockedAndGrowsOnceRoomIsFreed) {
   Dispatcher d(1000, 0.0, at_once());
-  std::map<Key, std::vector<uint64_t>> queues = {{1, {10, 10, 10, 10, 490, 490, 490, 490}}, {2, {200, 200}}};
-  d.set_item_bytes([&](Key k, uint64_t items) {
-    uint64_t sum = 0;
-    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
-    return sum;
-  });
+  Queues queues = {{1, {10, 10, 10, 10, 490, 490, 490, 490}}, {2, {200, 200}}};
+  d.set_item_bytes(oldest_of(queues));
   Dispatcher::JobConfig c = config(0, 2, 2, 10);
   c.batch_bound = 980;
   d.add_job(1, c, 0.0);
@@ -423,12 +421,8 @@ TEST(Dispatcher, AJobWhosePlanItemsFindNoRoomWaitsBlockedAndGrowsOnceRoomIsFreed
 
 TEST(Dispatcher, ABlockedJobThatNoRoomReachesIsReportedAsStarving) {
   Dispatcher d(1000, 0.0, at_once());
-  std::map<Key, std::vector<uint64_t>> queues = {{1, {10, 10, 490, 490}}, {2, {200, 200}}};
-  d.set_item_bytes([&](Key k, uint64_t items) {
-    uint64_t sum = 0;
-    for (uint64_t i = 0; i < items; ++i) sum += queues[k].at(i);
-    return sum;
-  });
+  Queues queues = {{1, {10, 10, 490, 490}}, {2, {200, 200}}};
+  d.set_item_bytes(oldest_of(queues));
   Dispatcher::JobConfig c = config(0, 2, 1, 10);
   c.batch_bound = 980;
   d.add_job(1, c, 0.0);

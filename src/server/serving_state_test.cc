@@ -69,6 +69,27 @@ size_t run_loads(ServingState& state, const std::string& error = "") {
   return n;
 }
 
+// A consumer that takes its job's first three batches as they come (so that the job's rate is
+// known), then stops acknowledging until `until`, while rounds and loads go on: its queue fills to
+// its window. Returns the time reached.
+double take_three_then_pause(ServingState& state, ServingState::JobId id, double until) {
+  double t = kStart;
+  v1::Batch b;
+  for (int taken = 0; taken < 3; t += 0.05) {
+    state.dispatch(t);
+    run_loads(state);
+    if (state.poll_batch(id, &b) == ServingState::Poll::kBatch) {
+      state.ack(id, b.seq(), 0, t);
+      ++taken;
+    }
+  }
+  for (; t < until; t += 0.01) {
+    state.dispatch(t);
+    run_loads(state);
+  }
+  return t;
+}
+
 // Dataset "d" of 64 items and one job of batch 4 on it, opened at time 0, its first round formed.
 ServingState::JobId open_one_job(ServingState& state, std::function<void()> on_change = {}) {
   add(state, synthetic("d", 64));
@@ -121,22 +142,8 @@ TEST(ServingState, AJobIsSentAtMostTwoBatchesItHasNotAcknowledged) {
   add(state, synthetic("d", 64));
   v1::Registered reply;
   const auto id = state.open_job(job_request("d", 4, 2, 4), &reply, {}, 0.0);
-  // A consumer takes three batches at once as they come, so that the job's rate is known and its
-  // queue fills to its window of 4 batches; then it stops acknowledging.
-  double t = kStart;
+  const double t = take_three_then_pause(state, id, 2.0);
   v1::Batch first, second, third;
-  for (int taken = 0; taken < 3; t += 0.05) {
-    state.dispatch(t);
-    run_loads(state);
-    if (state.poll_batch(id, &first) == ServingState::Poll::kBatch) {
-      state.ack(id, first.seq(), 0, t);
-      ++taken;
-    }
-  }
-  for (; t < 2.0; t += 0.01) {
-    state.dispatch(t);
-    run_loads(state);
-  }
   ASSERT_EQ(state.status(t).jobs(0).queued(), 16u) << "a window of 4 batches, loaded";
   ASSERT_EQ(state.poll_batch(id, &first), ServingState::Poll::kBatch);
   ASSERT_EQ(state.poll_batch(id, &second), ServingState::Poll::kBatch);
@@ -158,20 +165,8 @@ TEST(ServingState, APausedJobGivesTheRoomOfItsWindowBeyondItsTwoSentBatchesToASt
   add(state, synthetic("d", 64));
   v1::Registered reply;
   const auto paused = state.open_job(job_request("d", 4, 1, 4), &reply, {}, 0.0);
-  double t = kStart;
+  double t = take_three_then_pause(state, paused, 1.0);
   v1::Batch b, held[2];
-  for (int taken = 0; taken < 3; t += 0.05) {  // consumed as they come: its rate is known
-    state.dispatch(t);
-    run_loads(state);
-    if (state.poll_batch(paused, &b) == ServingState::Poll::kBatch) {
-      state.ack(paused, b.seq(), 0, t);
-      ++taken;
-    }
-  }
-  for (; t < 1.0; t += 0.01) {
-    state.dispatch(t);
-    run_loads(state);
-  }
   ASSERT_EQ(state.poll_batch(paused, &held[0]), ServingState::Poll::kBatch);
   ASSERT_EQ(state.poll_batch(paused, &held[1]), ServingState::Poll::kBatch);
   ASSERT_EQ(state.status(t).jobs(0).queued(), 16u) << "its window: 2 batches sent, 2 loaded";
