@@ -75,6 +75,12 @@ int run_serve(const ServeOptions& o) {
       return 2;
     }
   }
+  if (!o.allow_group.empty() && o.data_root.empty() && !o.daemon.group_reads_any_file) {
+    fmt::print(stderr, "error: --allow-group needs --data-root DIR: without it every member of the group can make the "
+               "daemon read any file you can read. Give the folder the group's datasets are in, or add "
+               "--group-reads-any-file to allow exactly that.\n");
+    return 2;
+  }
   if (!o.data_root.empty()) {
     char* real = realpath(o.data_root.c_str(), nullptr);
     struct stat root_st{};
@@ -439,6 +445,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Serve only files inside DIR (after following symlinks): sources elsewhere are refused");
   cmd->add_option("--metrics", o->metrics,
                   "Serve Prometheus metrics on GET /metrics at [HOST:]PORT (default host: 127.0.0.1; off unless given)");
+  cmd->add_flag("--metrics-names", o->daemon.metrics_names,
+                "Label the metrics of jobs and datasets with their names (default: their numbers, since anyone who "
+                "can reach the port reads the labels)");
+  cmd->add_flag("--group-reads-any-file", o->daemon.group_reads_any_file,
+                "Serve --allow-group without --data-root: every member may then make the daemon read any file "
+                "its owner can read");
   cmd->add_option("--register-timeout", o->daemon.register_timeout,
                   "Seconds a job connection may stay open without registering before it is closed")
       ->capture_default_str()

@@ -21,7 +21,9 @@ nlohmann::json to_json(const v1::DatasetInfo& d) {
           {"loads", d.loads()},
           {"deliveries", d.deliveries()},
           {"ld_ratio", ld_ratio(d)},
-          {"active_jobs", d.active_jobs()}};
+          {"active_jobs", d.active_jobs()},
+          {"id", d.id()},
+          {"owner_uid", d.owner_uid()}};
 }
 
 bool finished(const v1::JobStatus& j) { return j.epochs() > 0 && j.epoch() >= j.epochs(); }
@@ -45,7 +47,7 @@ nlohmann::json to_json(const v1::StatusReply& s) {
                     {"delivered_in_epoch", j.delivered_in_epoch()}, {"subset_size", j.subset_size()},
                     {"items_per_second", j.items_per_second()}, {"queued", j.queued()}, {"planned", j.planned()},
                     {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()}, {"ordered", j.ordered()},
-                    {"wait_seconds", j.wait_seconds()}});
+                    {"wait_seconds", j.wait_seconds()}, {"id", j.id()}, {"owner_uid", j.owner_uid()}});
   }
   return {{"loads", s.loads()},
           {"deliveries", s.deliveries()},

@@ -55,6 +55,12 @@ void Daemon::check_options() {
                                   "deliberately non-uniform control), not '{}'{}",
                                   o.sampler, o.sampler == "lockstep" ? " (lockstep exists only in `joader simulate`)" : ""));
   }
+  if (o.share_group && o.data_root.empty() && !options_.group_reads_any_file) {
+    throw DaemonError(DaemonError::kBadOption, "data_root",
+                      "a daemon that serves a group needs a data root: without one, every member can make it read any "
+                      "file its owner can read (give the folder the group's datasets are in; or, to allow exactly "
+                      "that, group_reads_any_file)");
+  }
   if (!(options_.register_timeout > 0)) throw DaemonError(DaemonError::kBadOption, "register_timeout", "the registration timeout must be positive");
   if (!o.data_root.empty()) {
     struct stat st{};
@@ -96,7 +102,9 @@ std::unique_ptr<Daemon> Daemon::start(const DaemonOptions& options, const std::f
   }
 
   try {
-    d->engine_ = std::make_unique<Engine>(options.engine);
+    EngineOptions engine = options.engine;
+    if (!engine.log) engine.log = log_fn;
+    d->engine_ = std::make_unique<Engine>(std::move(engine));
   } catch (const std::exception& e) {
     throw DaemonError(DaemonError::kCannotStart, "", e.what());
   }
@@ -126,7 +134,8 @@ std::unique_ptr<Daemon> Daemon::start(const DaemonOptions& options, const std::f
   if (!d->server_) throw DaemonError(DaemonError::kCannotStart, "", "cannot start the gRPC server");
   if (options.metrics) {
     try {
-      d->metrics_ = std::make_unique<MetricsServer>(*d->engine_, options.metrics->first, options.metrics->second);
+      d->metrics_ = std::make_unique<MetricsServer>(*d->engine_, options.metrics->first, options.metrics->second,
+                                                    options.metrics_names);
     } catch (const std::exception& e) {
       throw DaemonError(DaemonError::kCannotStart, "metrics", e.what());
     }

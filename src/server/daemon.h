@@ -33,6 +33,11 @@ struct DaemonOptions {
   // share group): engine.h. Checked by Daemon::start, each error naming its field.
   EngineOptions engine;
   std::optional<std::pair<std::string, int>> metrics;  // host and port of GET /metrics
+  // Metrics label jobs and datasets by name (else by their numbers: names can say what is private).
+  bool metrics_names = false;
+  // A daemon that serves a group (engine.share_group) reads any file its owner can for any member
+  // unless engine.data_root confines it: refused unless this says the owner wants exactly that.
+  bool group_reads_any_file = false;
   double register_timeout = 10;   // seconds a job stream may stay unregistered
 };
 

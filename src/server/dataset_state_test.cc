@@ -1,7 +1,10 @@
 // The saved dataset list alone: what is saved is what is loaded, a missing file is no datasets,
-// a damaged one is an error naming it, and a save never leaves a torn file.
+// a damaged one is an error naming it, a save never leaves a torn file, and the file is the
+// daemon's alone: 0600, never read or written through a planted link, never trusted from another
+// uid or when others may write it.
 #include "server/dataset_state.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -39,9 +42,10 @@ TEST(DatasetStateFile, LoadsWhatWasSavedWithTheProtocolVersionSetAndEachItemList
   TempDir dir;
   const DatasetStateFile file(dir.path + "/datasets.json");
   EXPECT_TRUE(file.load().empty()) << "nothing saved yet";
-  const std::vector<SavedDataset> saved = {request("train", "imagefolder:/data/train", 0, true),
+  std::vector<SavedDataset> saved = {request("train", "imagefolder:/data/train", 0, true),
                                                     request("val", "imagefolder:/data/val", 224, false)};
-  ASSERT_TRUE(file.save(saved));
+  saved[1].owner = 4242;
+  file.save(saved);
   const std::vector<SavedDataset> loaded = file.load();
   ASSERT_EQ(loaded.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
@@ -53,10 +57,74 @@ TEST(DatasetStateFile, LoadsWhatWasSavedWithTheProtocolVersionSetAndEachItemList
     EXPECT_EQ(loaded[i].spec.protocol_version(), kProtocolVersion);
     EXPECT_EQ(loaded[i].fingerprint, saved[i].fingerprint);
     EXPECT_EQ(loaded[i].items, saved[i].items);
+    EXPECT_EQ(loaded[i].owner, saved[i].owner);
   }
-  EXPECT_FALSE(std::filesystem::exists(file.path() + ".tmp")) << "the temporary file is renamed over the list";
-  ASSERT_TRUE(file.save({saved[1]}));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path), {}), 1)
+      << "the temporary file is renamed over the list";
+  file.save({saved[1]});
   EXPECT_EQ(file.load().size(), 1u);
+}
+
+TEST(DatasetStateFile, IsWrittenWithMode0600WhateverTheUmask) {
+  TempDir dir;
+  const DatasetStateFile file(dir.path + "/datasets.json");
+  const mode_t old = umask(0);
+  file.save({request("train", "synthetic:10", 8, false)});
+  umask(old);
+  struct stat st{};
+  ASSERT_EQ(stat(file.path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(DatasetStateFile, APlantedSymlinkIsNeitherReadNorWrittenThrough) {
+  TempDir dir;
+  const std::string victim = dir.path + "/victim", path = dir.path + "/datasets.json";
+  std::ofstream(victim) << R"({"version": 1, "datasets": []})";
+  for (const std::string& link : {path, path + ".tmp"}) {
+    std::filesystem::remove(path);
+    std::filesystem::create_symlink(victim, link);
+    if (link == path) {
+      EXPECT_THROW(DatasetStateFile(path).load(), DatasetStateError) << "a symlink is not followed";
+    }
+    DatasetStateFile(path).save({request("train", "synthetic:10", 8, false)});
+    std::ifstream in(victim);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), R"({"version": 1, "datasets": []})")
+        << "nothing written through " << link;
+    EXPECT_FALSE(std::filesystem::is_symlink(path)) << "the link is replaced by the daemon's own file";
+    EXPECT_EQ(DatasetStateFile(path).load().size(), 1u);
+    std::filesystem::remove(link);
+  }
+}
+
+TEST(DatasetStateFile, AListOthersMayWriteOrOfAnotherUidIsNotTrusted) {
+  TempDir dir;
+  const DatasetStateFile file(dir.path + "/datasets.json");
+  file.save({request("train", "synthetic:10", 8, false)});
+  chmod(file.path().c_str(), 0666);
+  EXPECT_THROW(file.load(), DatasetStateError);
+  chmod(file.path().c_str(), 0600);
+  EXPECT_EQ(file.load().size(), 1u);
+  if (geteuid() != 0) GTEST_SKIP() << "giving the file to another uid needs root";
+  ASSERT_EQ(chown(file.path().c_str(), 65534, 65534), 0);
+  try {
+    file.load();
+    ADD_FAILURE() << "a list of uid 65534 was trusted";
+  } catch (const DatasetStateError& e) {
+    EXPECT_NE(std::string(e.what()).find("uid 65534"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DatasetStateFile, AListSetAsideIsKeptUnderANewNameAndThePathIsFree) {
+  TempDir dir;
+  const DatasetStateFile file(dir.path + "/datasets.json");
+  std::ofstream(file.path()) << "{cut sho";
+  EXPECT_THROW(file.load(), DatasetStateError);
+  const std::string kept = file.set_aside();
+  ASSERT_NE(kept, "");
+  EXPECT_EQ(kept.rfind(file.path() + ".bad-", 0), 0u) << kept;
+  std::ifstream in(kept);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{cut sho");
+  EXPECT_TRUE(file.load().empty());
 }
 
 TEST(DatasetStateFile, ListsOfOlderDaemonsLoadWithRelativeSourcesMadeAbsoluteAndNoFingerprint) {
@@ -84,14 +152,22 @@ TEST(DatasetStateFile, ADamagedListIsAnErrorNamingTheFile) {
   }
 }
 
-TEST(DatasetStateFile, ASaveThatCannotBeWrittenLeavesThePreviousList) {
+TEST(DatasetStateFile, ASaveThatCannotBeWrittenIsAnErrorNamingTheFileAndLeavesThePreviousList) {
   TempDir dir;
   const DatasetStateFile file(dir.path + "/datasets.json");
-  ASSERT_TRUE(file.save({request("kept", "synthetic:10", 8, false)}));
-  std::filesystem::create_directory(file.path() + ".tmp");  // the temporary file cannot be opened
-  EXPECT_FALSE(file.save({}));
-  ASSERT_EQ(file.load().size(), 1u);
-  EXPECT_EQ(file.load()[0].spec.name(), "kept");
+  file.save({request("kept", "synthetic:10", 8, false)});
+  // The new list cannot replace the old one: the path is now a folder that is not empty.
+  const std::string moved = dir.path + "/old.json";
+  std::filesystem::rename(file.path(), moved);
+  std::filesystem::create_directories(file.path() + "/x");
+  try {
+    file.save({});
+    ADD_FAILURE() << "a save that could not rename reported nothing";
+  } catch (const DatasetStateError& e) {
+    EXPECT_NE(std::string(e.what()).find(file.path()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path), {}), 2) << "no temporary file is left";
+  EXPECT_EQ(DatasetStateFile(moved).load()[0].spec.name(), "kept");
 }
 
 }  // namespace

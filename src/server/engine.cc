@@ -48,7 +48,8 @@ void Engine::notify(const Wakeups& w) {
 // ---------------------------------------------------------------------------------------------
 // Datasets
 
-v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress) {
+v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress,
+                                    Caller caller) {
   check_add_request(req);
   {
     Lock lk(*this);
@@ -70,7 +71,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   v1::DatasetInfo out;
   {
     Lock lk(*this);
-    out = state_.add_dataset(req, std::move(ds));
+    out = state_.add_dataset(req, std::move(ds), caller);
     if (out.existed()) return out;
     saved = state_.saved_datasets();
   }
@@ -83,21 +84,31 @@ void Engine::save(std::pair<std::vector<SavedDataset>, uint64_t> saved) {
   MutexLock lk(save_mu_);
   if (saved.second <= saved_version_) return;  // a newer list was written meanwhile
   saved_version_ = saved.second;
-  DatasetStateFile(options_.state_path).save(saved.first);
+  try {
+    DatasetStateFile(options_.state_path).save(saved.first);
+  } catch (const DatasetStateError& e) {
+    if (options_.log) options_.log(std::string("warning: the dataset registrations are not kept: ") + e.what());
+  }
 }
 
 void Engine::restore_datasets(const std::function<void(const std::string&, const std::string&)>& on_error) {
   if (options_.state_path.empty()) return;
   std::vector<SavedDataset> saved;
+  const DatasetStateFile file(options_.state_path);
   try {
-    saved = DatasetStateFile(options_.state_path).load();
+    saved = file.load();
   } catch (const DatasetStateError& e) {
-    on_error("(all)", e.what());
+    // Moved aside, so that the next registration does not overwrite what a person may want back.
+    const std::string kept = file.set_aside();
+    on_error("(all)", std::string(e.what()) +
+                          (kept.empty() ? "; it could not be moved aside (" + std::string(std::strerror(errno)) +
+                                              "), so registrations will not be kept until it is removed"
+                                        : "; moved to " + kept + ", and a new list is kept from now on"));
     return;
   }
   for (const SavedDataset& s : saved) {
     try {
-      const v1::DatasetInfo added = add_dataset(s.spec, {});
+      const v1::DatasetInfo added = add_dataset(s.spec, {}, Caller{s.owner});
       if (s.fingerprint.empty() || added.fingerprint() == s.fingerprint) continue;
       Lock lk(*this);
       state_.set_reindexed(
@@ -117,12 +128,12 @@ std::vector<v1::DatasetInfo> Engine::list_datasets() {
   return state_.list_datasets();
 }
 
-void Engine::remove_dataset(const std::string& name) {
+void Engine::remove_dataset(const std::string& name, Caller caller) {
   check_text("the dataset name", name, kMaxNameBytes);
   std::pair<std::vector<SavedDataset>, uint64_t> saved;
   {
     Lock lk(*this);
-    state_.remove_dataset(name);
+    state_.remove_dataset(name, caller);
     saved = state_.saved_datasets();
   }
   save(std::move(saved));
@@ -131,13 +142,14 @@ void Engine::remove_dataset(const std::string& name) {
 // ---------------------------------------------------------------------------------------------
 // Jobs
 
-Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, std::function<void()> on_change) {
+Engine::JobId Engine::open_job(const v1::Register& req, v1::Registered* reply, std::function<void()> on_change,
+                              Caller caller) {
   check_protocol(req.protocol_version());
   if (req.batch_size() == 0) throw EngineError(EngineError::kInvalidArgument, "batch size must be at least 1");
   check_text("the job name", req.name(), kMaxNameBytes);
   check_text("the dataset name", req.dataset(), kMaxNameBytes);
   Lock lk(*this);
-  const JobId id = state_.open_job(req, reply, std::move(on_change), now());
+  const JobId id = state_.open_job(req, reply, std::move(on_change), now(), caller);
   reply->set_arena(arena_.name());
   reply->set_arena_size(arena_.size());
   return id;
@@ -158,10 +170,10 @@ void Engine::close_job(JobId id) {
   state_.close_job(id);
 }
 
-void Engine::end_job(const std::string& name) {
+void Engine::end_job(const std::string& name, Caller caller) {
   check_text("the job name", name, kMaxNameBytes);
   Lock lk(*this);
-  state_.end_job(name);
+  state_.end_job(name, caller);
 }
 
 v1::StatusReply Engine::status() {

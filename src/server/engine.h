@@ -65,6 +65,8 @@ struct EngineOptions : ServingOptions {
   // Where the dataset registrations are kept, so that a restarted daemon has them again;
   // empty: not kept.
   std::string state_path;
+  // Receives one line per notable event the daemon should log (e.g. the state file cannot be written).
+  std::function<void(const std::string&)> log;
   // If set (a resolved absolute directory), every file a dataset reads must lie inside it.
   std::string data_root;
   // A group whose members may use the daemon: the arena is then readable by that group.
@@ -90,13 +92,15 @@ class Engine {
   // spec is compared by the fingerprint of the freshly indexed item list: the same list answers
   // its info with existed set and adds nothing, another list is refused (kFailedPrecondition),
   // since the ids jobs hold would name other files.
-  v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, const std::function<void(size_t)>& progress);
+  // `caller` owns what it adds, and may remove or end only what it owns (server/ownership.h).
+  v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, const std::function<void(size_t)>& progress,
+                              Caller caller = {});
   // Re-adds the datasets saved in options.state_path; calls on_error(name, message) for each one
   // that cannot be restored (its source moved, say) and goes on. A dataset whose item list is not
   // the one saved is served as now indexed, with DatasetInfo.reindexed saying what changed.
   void restore_datasets(const std::function<void(const std::string&, const std::string&)>& on_error);
   std::vector<v1::DatasetInfo> list_datasets();
-  void remove_dataset(const std::string& name);
+  void remove_dataset(const std::string& name, Caller caller = {});
   v1::StatusReply status();
   bool stopping() JOADER_EXCLUDES(mu_) {
     MutexLock lk(mu_);
@@ -108,7 +112,8 @@ class Engine {
   // what poll_batch() would return may have changed (a batch became ready, the job failed or
   // ended), from any of the Engine's threads with its lock held: it must return quickly and must
   // not call the Engine (hand the job to a thread that polls it).
-  JobId open_job(const v1::Register& request, v1::Registered* reply, std::function<void()> on_change = {});
+  JobId open_job(const v1::Register& request, v1::Registered* reply, std::function<void()> on_change = {},
+                 Caller caller = {});
   // The job's next batch, without blocking: kBatch (out filled: the reply its stream sends), kWait when it is not ready yet
   // (on_change tells when to poll again), kDone once the job has delivered its last epoch and
   // every batch is acknowledged. Throws EngineError if the job failed (bad item, shutdown), or
@@ -122,8 +127,8 @@ class Engine {
   // Ends the job named `name` for another client (`joader job rm`), also while its own process
   // does not answer: released as by close_job, and its own poll_batch/ack fail with
   // kFailedPrecondition saying it was ended so (not "job closed", which a client reconnects on).
-  // kNotFound when no job has that name.
-  void end_job(const std::string& name);
+  // kNotFound when no job has that name, kPermissionDenied when `caller` may not end it.
+  void end_job(const std::string& name, Caller caller = {});
   // Fails every job with "server shutting down" and stops the threads.
   void shutdown();
 

@@ -9,7 +9,8 @@ namespace joader {
 
 class EngineError : public std::runtime_error {
  public:
-  enum Code { kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition, kResourceExhausted, kDataLoss, kUnavailable };
+  enum Code { kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition, kResourceExhausted, kDataLoss, kUnavailable,
+              kPermissionDenied };
   EngineError(Code code, const std::string& message) : std::runtime_error(message), code_(code) {}
   Code code() const { return code_; }
 

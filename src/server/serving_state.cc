@@ -18,6 +18,7 @@ namespace joader {
 // A registered dataset and its jobs, by sampler slot.
 struct ServingState::ServedDataset : Dataset {
   std::map<JobSlot, Job*> jobs;
+  uid_t owner;  // who added it (server/ownership.h)
 };
 
 struct ServingState::Job {
@@ -25,6 +26,7 @@ struct ServingState::Job {
 
   JobId id;
   std::string name;
+  uid_t owner;  // who opened it (server/ownership.h)
   ServedDataset* ds;
   JobSlot slot;
   uint32_t batch, epochs;
@@ -114,7 +116,12 @@ void ServingState::check_invariants() const {
 // ---------------------------------------------------------------------------------------------
 // Datasets
 
-v1::DatasetInfo ServingState::info(const ServedDataset& ds) const { return dataset_info(ds, ds.jobs.size()); }
+v1::DatasetInfo ServingState::info(const ServedDataset& ds) const {
+  v1::DatasetInfo out = dataset_info(ds, ds.jobs.size());
+  out.set_id(ds.index);
+  out.set_owner_uid(ds.owner);
+  return out;
+}
 
 const ServingState::ServedDataset* ServingState::registered(const v1::AddDatasetRequest& req) const {
   auto it = datasets_.find(req.name());
@@ -159,7 +166,8 @@ std::optional<v1::DatasetInfo> ServingState::existing(const v1::AddDatasetReques
   return out;
 }
 
-v1::DatasetInfo ServingState::add_dataset(const v1::AddDatasetRequest& req, std::unique_ptr<Dataset> indexed) {
+v1::DatasetInfo ServingState::add_dataset(const v1::AddDatasetRequest& req, std::unique_ptr<Dataset> indexed,
+                                          Caller caller) {
   last_ = "add_dataset";
   if (auto out = existing(req, *indexed)) return *out;  // added meanwhile
   check_room();
@@ -172,6 +180,7 @@ v1::DatasetInfo ServingState::add_dataset(const v1::AddDatasetRequest& req, std:
   auto ds = std::make_unique<ServedDataset>();
   static_cast<Dataset&>(*ds) = std::move(*indexed);
   ds->index = static_cast<uint32_t>(dataset_by_index_.size());
+  ds->owner = caller.uid;
   const uint64_t seed = options_.seed ? *options_.seed * 0x9e3779b97f4a7c15ULL + ds->index + 1
                                       : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   ds->sampler = make_sampler(options_.sampler, static_cast<uint32_t>(ds->source->size()), seed);
@@ -192,11 +201,13 @@ std::vector<v1::DatasetInfo> ServingState::list_datasets() const {
   return out;
 }
 
-void ServingState::remove_dataset(const std::string& name) {
+void ServingState::remove_dataset(const std::string& name, Caller caller) {
   last_ = "remove_dataset";
   auto it = datasets_.find(name);
   if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, fmt::format("unknown dataset '{}'", name));
   ServedDataset& ds = *it->second;
+  if (const std::string no = management_refusal(fmt::format("dataset '{}'", name), ds.owner, caller); !no.empty())
+    throw EngineError(EngineError::kPermissionDenied, "cannot remove: " + no);
   if (!ds.jobs.empty()) {
     throw EngineError(EngineError::kFailedPrecondition,
                       fmt::format("dataset '{}' has {} active job(s)", name, ds.jobs.size()));
@@ -212,7 +223,7 @@ void ServingState::remove_dataset(const std::string& name) {
 
 std::pair<std::vector<SavedDataset>, uint64_t> ServingState::saved_datasets() const {
   std::vector<SavedDataset> saved;
-  for (const auto& [name, ds] : datasets_) saved.push_back({ds->spec, ds->fingerprint, ds->source->size()});
+  for (const auto& [name, ds] : datasets_) saved.push_back({ds->spec, ds->fingerprint, ds->source->size(), ds->owner});
   return {std::move(saved), datasets_version_};
 }
 
@@ -230,7 +241,7 @@ void ServingState::wake(Job& j) {
 }
 
 ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Registered* reply,
-                                           std::function<void()> on_change, double now) {
+                                           std::function<void()> on_change, double now, Caller caller) {
   last_ = "open_job";
   if (stopping_) throw EngineError(EngineError::kUnavailable, "server shutting down");
   auto dit = datasets_.find(req.dataset());
@@ -258,9 +269,12 @@ ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Register
     throw EngineError(e.code() == SamplerError::kFull ? EngineError::kResourceExhausted : EngineError::kInvalidArgument,
                       e.what());
   }
-  const uint32_t prefetch = req.prefetch() == 0 ? 4 : req.prefetch();
   const std::span<const ItemId> ids{req.ids().data(), static_cast<size_t>(req.ids().size())};
   const uint64_t batch_bound = ds.batch_bound(ids, req.batch_size());
+  // A window larger than the cache could never fill: more prefetch than fits is what fits (so that
+  // no request, e.g. prefetch 10^9, makes the daemon hold decisions it cannot serve).
+  const uint32_t prefetch = static_cast<uint32_t>(std::min<uint64_t>(
+      req.prefetch() == 0 ? 4 : req.prefetch(), std::max<uint64_t>(1, store_->capacity() / std::max<uint64_t>(batch_bound, 1))));
   const uint64_t mean_bytes = ds.mean_bytes(ids);
   if (batch_bound > store_->capacity()) {
     ds.sampler->remove_job(slot);
@@ -272,6 +286,7 @@ ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Register
   auto job = std::make_shared<Job>(ds.index, next_uses_);
   job->id = next_job_id_++;
   job->name = req.name().empty() ? fmt::format("job-{}", job->id) : req.name();
+  job->owner = caller.uid;
   job->ds = &ds;
   job->slot = slot;
   job->batch = req.batch_size();
@@ -770,10 +785,19 @@ void ServingState::close_job(JobId id) {
   release(*it->second);
 }
 
-void ServingState::end_job(const std::string& name) {
+void ServingState::end_job(const std::string& name, Caller caller) {
   last_ = "ending a job";
-  const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&name](const auto& j) { return j.second->name == name; });
-  if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, fmt::format("no job named '{}'", name));
+  // Names need not be unique across uids: the caller's own job of that name goes first.
+  const auto named = [&name](const auto& j) { return j.second->name == name; };
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) {
+    return named(j) && management_refusal("", j.second->owner, caller).empty();
+  });
+  if (it == jobs_.end()) {
+    it = std::find_if(jobs_.begin(), jobs_.end(), named);
+    if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, fmt::format("no job named '{}'", name));
+    throw EngineError(EngineError::kPermissionDenied,
+                      "cannot end: " + management_refusal(fmt::format("job '{}'", name), it->second->owner, caller));
+  }
   Job& job = *it->second;
   const EngineError why(EngineError::kFailedPrecondition,
                         fmt::format("job {} was ended by another client (joader job rm {})", name, name));
@@ -806,6 +830,8 @@ v1::StatusReply ServingState::status(double now) const {
   for (const auto& [id, j] : jobs_) {
     v1::JobStatus* s = out.add_jobs();
     s->set_name(j->name);
+    s->set_id(id);
+    s->set_owner_uid(j->owner);
     s->set_dataset(j->ds->spec.name());
     s->set_subset_size(j->subset_size);
     s->set_epoch(j->epoch);

@@ -41,6 +41,7 @@
 #include "server/catalog.h"
 #include "server/dataset_state.h"
 #include "server/engine_error.h"
+#include "server/ownership.h"
 #include "server/item_loader.h"
 
 namespace joader {
@@ -94,12 +95,15 @@ class ServingState {
   std::optional<v1::DatasetInfo> existing(const v1::AddDatasetRequest& request, const Dataset& indexed) const;
   // Registers the indexed dataset (or answers as existing() when one was registered meanwhile).
   // kResourceExhausted when one of its items is larger than the cache.
-  v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, std::unique_ptr<Dataset> indexed);
+  // `caller` owns it (server/ownership.h).
+  v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, std::unique_ptr<Dataset> indexed,
+                              Caller caller = {});
   // The restart's re-index found its item list changed: `why` is shown in its info.
   void set_reindexed(const std::string& name, const std::string& why);
   std::vector<v1::DatasetInfo> list_datasets() const;
-  // kNotFound if unknown, kFailedPrecondition while jobs use it.
-  void remove_dataset(const std::string& name);
+  // kNotFound if unknown, kPermissionDenied unless `caller` may (server/ownership.h),
+  // kFailedPrecondition while jobs use it.
+  void remove_dataset(const std::string& name, Caller caller = {});
   // The registrations to save, and their version: it grows with every add or remove, so that a
   // writer outside the lock can tell which of two lists is the newer.
   std::pair<std::vector<SavedDataset>, uint64_t> saved_datasets() const;
@@ -109,12 +113,13 @@ class ServingState {
 
   using JobId = uint64_t;
   // Fills the reply's job, items and image fields (not the arena's).
-  JobId open_job(const v1::Register& request, v1::Registered* reply, std::function<void()> on_change, double now);
+  JobId open_job(const v1::Register& request, v1::Registered* reply, std::function<void()> on_change, double now,
+                 Caller caller = {});
   enum class Poll { kBatch, kWait, kDone };
   Poll poll_batch(JobId job, v1::Batch* out);
   void ack(JobId job, uint64_t seq, double wait_seconds, double now);
   void close_job(JobId job);
-  void end_job(const std::string& name);
+  void end_job(const std::string& name, Caller caller = {});
 
   // ------------------------------------------------------------------------------------------
   // Rounds: forms every round due at `now` (the Dispatcher's pacing), fits the windows the

@@ -17,6 +17,7 @@
 #include "dispatch/dispatcher.h"
 #include "testing/requests.h"
 #include "ipc/arena_allocator.h"
+#include "server/ownership.h"
 
 namespace joader {
 namespace {
@@ -38,14 +39,14 @@ using test_support::synthetic;
 const double kStart = DispatcherOptions{}.join_gather;
 
 // What Engine::add_dataset does around its lock, on this thread.
-v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request) {
+v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request, Caller caller = {}) {
   state.check_new(request);
   auto ds = std::make_unique<Dataset>();
   open_dataset(*ds, request, [](const std::string& spec, const std::function<void(size_t)>& progress,
                                 const std::string& root) { return open_source(spec, progress, root); },
                "", {});
   size_items(*ds, {});
-  return state.add_dataset(request, std::move(ds));
+  return state.add_dataset(request, std::move(ds), caller);
 }
 
 // Runs every queued load as a loader thread would, the item's bytes aside; `error`, when given,
@@ -418,6 +419,57 @@ TEST(ServingState, TheSavedListsVersionGrowsWithEveryAddAndRemoveSoThatAnOlderLi
   EXPECT_EQ(one.size(), 1u);
   EXPECT_GT(v3, v2);
   EXPECT_THROW(state.remove_dataset("a"), EngineError);
+}
+
+EngineError::Code code_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const EngineError& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "no error";
+  return EngineError::kInvalidArgument;
+}
+
+TEST(ServingState, OnlyItsOwnerTheDaemonsUidOrRootMayRemoveADatasetOrEndAJob) {
+  const Caller daemon{getuid()}, root{0}, alice{daemon.uid + 1001}, bob{daemon.uid + 1002};
+  ServingState state(options());
+  add(state, synthetic("alices", 8), alice);
+  add(state, synthetic("bobs", 8), bob);
+  for (const v1::DatasetInfo& d : state.list_datasets())
+    EXPECT_EQ(d.owner_uid(), d.name() == "alices" ? alice.uid : bob.uid);
+  EXPECT_EQ(state.saved_datasets().first[0].owner, alice.uid) << "kept across restarts";
+  try {
+    state.remove_dataset("alices", bob);
+    ADD_FAILURE() << "bob removed alice's dataset";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), EngineError::kPermissionDenied);
+    EXPECT_NE(std::string(e.what()).find("belongs to " + describe_uid(alice.uid)), std::string::npos) << e.what();
+  }
+  // A job on bob's dataset: using another's dataset is what sharing is for.
+  v1::Register trial = job_request("bobs", 4, 1, 2);
+  trial.set_name("trial");
+  v1::Registered reply;
+  state.open_job(trial, &reply, {}, 0.0, alice);
+  EXPECT_EQ(code_of([&] { state.end_job("trial", bob); }), EngineError::kPermissionDenied);
+  // Names are not unique across uids: bob's "trial" is his own, and alice's is left alone.
+  state.open_job(trial, &reply, {}, 0.0, bob);
+  state.end_job("trial", bob);
+  auto owners = [&] {
+    std::vector<uid_t> out;
+    const v1::StatusReply status = state.status(1.0);
+    for (const v1::JobStatus& j : status.jobs()) out.push_back(j.owner_uid());
+    return out;
+  };
+  ASSERT_EQ(owners(), std::vector<uid_t>{alice.uid});
+  state.end_job("trial", daemon);  // the daemon's owner may
+  EXPECT_TRUE(owners().empty());
+  state.open_job(trial, &reply, {}, 0.0, alice);
+  state.end_job("trial", root);  // and root
+  EXPECT_TRUE(owners().empty());
+  state.remove_dataset("alices", alice);
+  state.remove_dataset("bobs", root);
+  EXPECT_TRUE(state.list_datasets().empty());
 }
 
 }  // namespace

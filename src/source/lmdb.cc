@@ -53,24 +53,33 @@ using UniqueTxn = std::unique_ptr<MDB_txn, TxnAbort>;
 
 class LmdbSource : public IndexedSource {
  public:
-  LmdbSource(const std::string& spec, const std::string& path,
-             const std::function<void(size_t)>& progress)
+  // `path` is the LMDB folder (holding data.mdb) or the data file itself. The daemon only reads:
+  // the data file is opened read-only after every symlink is resolved (and checked against the
+  // data root), without LMDB's lock file (MDB_NOLOCK), so that nothing is ever created or written
+  // — a daemon running as root must not truncate a lock.mdb a user symlinked to a file of root's.
+  // Without the lock, a writer changing the LMDB while it is served is not seen consistently: a
+  // dataset is read-only while it is served, as for Python loaders' lmdb.open(readonly=True,
+  // lock=False).
+  LmdbSource(const std::string& spec, const std::string& path, const std::function<void(size_t)>& progress,
+             const std::string& data_root)
       : IndexedSource(spec) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       throw SourceError(spec + ": cannot open: " + errno_text(errno));
-    // A directory holds data.mdb and lock.mdb; anything else is the data file itself. MDB_NOTLS:
-    // read transactions are begun and ended by whichever loader thread calls read().
-    if (S_ISDIR(st.st_mode) && ::access((path + "/data.mdb").c_str(), F_OK) != 0) {
-      throw SourceError(spec + ": " + path + "/data.mdb: " + errno_text(errno) +
-                        " (an LMDB directory holds data.mdb; or name the data file itself)");
+    const std::string data = S_ISDIR(st.st_mode) ? path + "/data.mdb" : path;
+    const std::string real = resolved_path(data);
+    if (real.empty()) {
+      throw SourceError(spec + ": " + data + ": " + errno_text(errno) +
+                        (S_ISDIR(st.st_mode) ? " (an LMDB directory holds data.mdb; or name the data file itself)" : ""));
     }
-    const unsigned flags = MDB_RDONLY | MDB_NOTLS | (S_ISDIR(st.st_mode) ? 0 : MDB_NOSUBDIR);
-    int rc = open_env(path, flags);
-    // Without write access to the lock file (a dataset owned by another user), read without
-    // locking, as Python loaders do with lmdb.open(readonly=True, lock=False).
-    if (rc == EACCES) rc = open_env(path, flags | MDB_NOLOCK);
-    if (rc != 0) throw SourceError(spec + ": cannot open: " + mdb_strerror(rc));
+    check_confined(spec, real, data_root);
+    // MDB_NOTLS: read transactions are begun and ended by whichever loader thread calls read().
+    const unsigned flags = MDB_RDONLY | MDB_NOTLS | MDB_NOSUBDIR | MDB_NOLOCK;
+    if (const int rc = open_env(real, flags)) throw SourceError(spec + ": cannot open: " + mdb_strerror(rc));
+    // The file LMDB opened is the one checked, not one a symlink swapped in since.
+    int fd = -1;
+    if (!data_root.empty() && (mdb_env_get_fd(env_.get(), &fd) != 0 || !inside(fd_path(fd), data_root)))
+      throw SourceError(spec + ": " + data + " is outside the daemon's data root " + data_root);
     index(progress);
   }
 
@@ -143,7 +152,7 @@ class LmdbSource : public IndexedSource {
 std::unique_ptr<Source> open_lmdb(const std::string& spec, const std::string& path,
                                   const std::function<void(size_t)>& progress, const std::string& data_root) {
   check_confined(spec, path, data_root);
-  return std::make_unique<LmdbSource>(spec, path, progress);
+  return std::make_unique<LmdbSource>(spec, path, progress, data_root);
 }
 
 }  // namespace joader::source_detail

@@ -362,6 +362,54 @@ TEST_F(SourceTest, LmdbReadsFromManyThreads) {
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
+// The daemon may run as root for users: opening a dataset must create and write nothing, and a
+// symlink must not lead it to a file outside its data root.
+std::string contents(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(SourceTest, LmdbIsReadWithoutWritingThroughAPlantedLockFile) {
+  fs::create_directories(path("db"));
+  write_lmdb(path("db"), 0, {{"k", 1, "payload"}});
+  const std::string victim = write("victim", "a file of someone else's");
+  fs::remove(path("db/lock.mdb"));
+  fs::create_symlink(victim, path("db/lock.mdb"));
+  const std::unique_ptr<Source> source = open_source("lmdb:" + path("db"));
+  EXPECT_EQ(read_item(*source, 0), bytes_of("payload"));
+  EXPECT_EQ(contents(victim), "a file of someone else's") << "LMDB's lock was written through the link";
+}
+
+TEST_F(SourceTest, LmdbCreatesNoLockFileBesideADataFileOrInItsFolder) {
+  write_lmdb(path("single.mdb"), MDB_NOSUBDIR, {{"k", 1, "payload"}});
+  fs::remove(path("single.mdb-lock"));
+  fs::create_directories(path("db"));
+  write_lmdb(path("db"), 0, {{"k", 1, "payload"}});
+  fs::remove(path("db/lock.mdb"));
+  for (const std::string& spec : {"lmdb:" + path("single.mdb"), "lmdb:" + path("db"), "lmdb:" + path("db/data.mdb")}) {
+    EXPECT_EQ(read_item(*open_source(spec), 0), bytes_of("payload")) << spec;
+  }
+  EXPECT_FALSE(fs::exists(path("single.mdb-lock")));
+  EXPECT_FALSE(fs::exists(path("db/lock.mdb")));
+  EXPECT_FALSE(fs::exists(path("db/data.mdb-lock")));
+}
+
+TEST_F(SourceTest, LmdbDataFileLinkedOutOfTheDataRootIsRefused) {
+  fs::create_directories(path("secret"));
+  write_lmdb(path("secret"), 0, {{"k", 1, "SECRET"}});
+  fs::create_directories(path("root/db"));
+  fs::create_symlink(path("secret/data.mdb"), path("root/db/data.mdb"));
+  const std::string root = fs::canonical(path("root")).string();
+  for (const std::string& spec : {"lmdb:" + path("root/db"), "lmdb:" + path("root/db/data.mdb")}) {
+    try {
+      open_source(spec, {}, root);
+      ADD_FAILURE() << spec << " was opened";
+    } catch (const SourceError& e) {
+      EXPECT_NE(std::string(e.what()).find("outside the daemon's data root"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(SourceTest, LmdbErrorsSayWhatIsWrong) {
   EXPECT_EQ(source_error("lmdb:" + path("missing")),
             "lmdb:" + path("missing") + ": cannot open: No such file or directory");

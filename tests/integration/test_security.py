@@ -225,7 +225,7 @@ def test_allow_group_lets_its_members_run_jobs_and_read_the_arena(public_dir):
     sock_dir = os.path.join(public_dir, "sock")
     os.mkdir(sock_dir, 0o750)
     os.chown(sock_dir, -1, NOBODY)
-    daemon = Daemon(sock_dir, extra=("--allow-group", grp.getgrgid(NOBODY).gr_name))
+    daemon = Daemon(sock_dir, extra=("--allow-group", grp.getgrgid(NOBODY).gr_name, "--data-root", public_dir))
     try:
         add_synthetic(daemon)
         st = os.stat(daemon.socket)
@@ -246,6 +246,133 @@ def test_a_group_that_does_not_exist_is_refused_at_start(workdir):
     r = subprocess.run([JOADER, "serve", "--socket", os.path.join(workdir, "s.sock"), "--allow-group", "no-such-group-x"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "unknown group 'no-such-group-x'" in r.stderr, r.stderr
+
+
+HOLD_CONNECTIONS = r"""
+import socket, sys, time
+conns = []
+for _ in range(20):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sys.argv[1])
+    c.setblocking(False)
+    conns.append(c)
+def closed(c):  # read what the server sent (its HTTP/2 preface) up to end of file or nothing more yet
+    try:
+        while True:
+            if c.recv(65536) == b"":
+                return True
+    except BlockingIOError:
+        return False
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    n = sum(closed(c) for c in conns)
+    if n >= 12:
+        break
+    time.sleep(0.1)
+time.sleep(0.5)
+print(sum(closed(c) for c in conns))
+"""
+
+
+@needs_root
+def test_a_refused_user_cannot_hold_many_connections_open(public_dir):
+    sock_dir = os.path.join(public_dir, "sock")
+    os.mkdir(sock_dir, 0o755)
+    daemon = Daemon(sock_dir)
+    try:
+        os.chmod(daemon.socket, 0o666)
+        r = as_nobody("/usr/bin/python3", "-c", HOLD_CONNECTIONS, daemon.socket)
+        assert r.returncode == 0, r.stderr
+        assert int(r.stdout) == 20 - 8, "all but 8 closed at once"
+        assert daemon.status()["jobs"] == []  # the owner is still served
+    finally:
+        daemon.stop()
+
+
+def test_a_group_daemon_needs_a_data_root_unless_told_that_members_may_read_any_file(workdir):
+    group = str(os.getgid())
+    r = subprocess.run([JOADER, "serve", "--socket", os.path.join(workdir, "s.sock"), "--allow-group", group],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--allow-group needs --data-root" in r.stderr, r.stderr
+    Daemon(workdir, extra=("--allow-group", group, "--group-reads-any-file")).stop()
+
+
+def wait_for_job(daemon, name, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not any(j["name"] == name for j in daemon.status()["jobs"]):
+        assert time.monotonic() < deadline, f"job {name} never registered"
+        time.sleep(0.05)
+
+
+@needs_root
+def test_a_member_of_the_group_cannot_end_or_remove_what_another_user_made(public_dir):
+    sock_dir = os.path.join(public_dir, "sock")
+    os.mkdir(sock_dir, 0o750)
+    os.chown(sock_dir, -1, NOBODY)
+    daemon = Daemon(sock_dir, extra=("--allow-group", grp.getgrgid(NOBODY).gr_name, "--data-root", public_dir))
+    joader = os.path.join(public_dir, os.path.basename(JOADER))
+    holder = None
+    try:
+        add_synthetic(daemon)  # root's
+        holder = daemon.client("synth", "--name", "roots-job", "--batch", "4", "--epochs", "100", "--delay-ms", "100")
+        wait_for_job(daemon, "roots-job")
+        r = as_nobody(joader, "job", "rm", "roots-job", "--socket", daemon.socket)
+        assert r.returncode != 0 and "job 'roots-job' belongs to root (uid 0)" in r.stderr, r.stderr
+        r = as_nobody(joader, "dataset", "rm", "synth", "--socket", daemon.socket)
+        assert r.returncode != 0 and "dataset 'synth' belongs to root (uid 0)" in r.stderr, r.stderr
+        assert holder.poll() is None, "root's job lives on"
+        # What a member made is its own to remove; and every member may use every dataset.
+        r = as_nobody(joader, "dataset", "add", "mine", "--source", "synthetic:20:16x16", "--crop", "8",
+                      "--socket", daemon.socket)
+        assert r.returncode == 0, r.stderr
+        owners = {d["name"]: d["owner_uid"] for d in daemon.status()["datasets"]}
+        assert owners == {"synth": 0, "mine": NOBODY}
+        r = as_nobody(joader, "dataset", "rm", "mine", "--socket", daemon.socket)
+        assert r.returncode == 0, r.stderr
+        daemon.cli("job", "rm", "roots-job")  # the owner may
+        assert holder.wait(timeout=30) != 0
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+        daemon.stop()
+
+
+def test_the_state_file_is_the_daemons_own_and_a_planted_link_is_not_followed(workdir):
+    victim = os.path.join(workdir, "victim")
+    with open(victim, "w") as f:
+        f.write("precious")
+    state = os.path.join(workdir, "state.json")
+    os.symlink(victim, state)
+    daemon = Daemon(workdir, extra=("--state", state))
+    try:
+        add_synthetic(daemon)
+        assert open(victim).read() == "precious"
+        st = os.lstat(state)
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+        assert f"{state} is a symbolic link: not read" in daemon.output()
+    finally:
+        daemon.stop()
+    restarted = Daemon(workdir, extra=("--state", state))
+    try:
+        assert [d["name"] for d in restarted.status()["datasets"]] == ["synth"], restarted.output()
+    finally:
+        restarted.stop()
+
+
+def test_a_damaged_state_file_is_moved_aside_not_overwritten(workdir):
+    state = os.path.join(workdir, "state.json")
+    damaged = '{"version": 1, "datasets": [{"name": "tra'
+    with open(state, "w") as f:
+        f.write(damaged)
+    daemon = Daemon(workdir, extra=("--state", state))
+    try:
+        add_synthetic(daemon)
+        kept = [n for n in os.listdir(workdir) if n.startswith("state.json.bad-")]
+        assert len(kept) == 1 and open(os.path.join(workdir, kept[0])).read() == damaged
+        assert f"moved to {os.path.join(workdir, kept[0])}" in daemon.output()
+        assert json.load(open(state))["datasets"][0]["name"] == "synth"
+    finally:
+        daemon.stop()
 
 
 # ---- which files it may read ----
@@ -334,6 +461,24 @@ def test_absurd_protocol_messages_get_clear_errors_and_the_daemon_goes_on(daemon
 
 
 # ---- resources a client can hold ----
+
+def anonymous_memory(pid):
+    """The process's private memory in bytes (RssAnon: the shared-memory arena is not in it)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no RssAnon")
+
+
+def test_a_prefetch_of_a_billion_batches_is_bounded_by_the_cache(daemon):
+    add_synthetic(daemon)
+    before = anonymous_memory(daemon.proc.pid)
+    code, epochs, err = received(daemon.client("synth", "--batch", "4", "--epochs", "2", "--prefetch", str(10**9)))
+    assert code == 0, err
+    expect_exact_epochs(epochs, list(range(400)), 2)
+    assert anonymous_memory(daemon.proc.pid) - before < 64 << 20
+
 
 def threads_of(pid):
     return len(os.listdir(f"/proc/{pid}/task"))

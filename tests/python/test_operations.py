@@ -45,7 +45,7 @@ def value(families, name, **labels):
 
 def test_metrics_agree_with_status_and_report_the_jobs_waits(workdir):
     port = free_port()
-    daemon = Daemon(workdir, extra=("--metrics", f"127.0.0.1:{port}"))
+    daemon = Daemon(workdir, extra=("--metrics", f"127.0.0.1:{port}", "--metrics-names"))
     try:
         client = joader.Client(daemon.socket)
         client.add_dataset("s", source="synthetic:120:48x40", crop=16)
@@ -87,6 +87,28 @@ def test_metrics_agree_with_status_and_report_the_jobs_waits(workdir):
             assert f"# TYPE {name} counter" in text
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=10)
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_metrics_name_no_job_or_dataset_unless_asked(workdir):
+    port = free_port()
+    daemon = Daemon(workdir, extra=("--metrics", f"127.0.0.1:{port}"))
+    try:
+        client = joader.Client(daemon.socket)
+        client.add_dataset("patient-scans-private", source="synthetic:40:16x16", crop=8)
+        loader = joader.Loader("patient-scans-private", name="secret-trial", batch_size=4, epochs=1, client=client)
+        batches = iter(loader)
+        next(batches)
+        status = client.status()
+        job, = status["jobs"]
+        dataset, = status["datasets"]
+        families, text = scrape(port)
+        assert "patient-scans" not in text and "secret-trial" not in text
+        assert value(families, "joader_job_delivered_items_total", dataset=str(dataset["id"]),
+                     job=str(job["id"])) >= 4, "labelled by the numbers status shows"
+        assert value(families, "joader_skipped_items_total", dataset=str(dataset["id"])) == 0
+        loader.close()
     finally:
         assert daemon.stop() == 0
 

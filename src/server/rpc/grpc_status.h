@@ -16,6 +16,7 @@ inline grpc::StatusCode to_grpc(EngineError::Code code) {
     case EngineError::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case EngineError::kDataLoss: return grpc::StatusCode::DATA_LOSS;
     case EngineError::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
+    case EngineError::kPermissionDenied: return grpc::StatusCode::PERMISSION_DENIED;
   }
   return grpc::StatusCode::UNKNOWN;
 }

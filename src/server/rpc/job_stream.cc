@@ -11,7 +11,8 @@ namespace joader {
 // (end_sent_); finished (Finish called, once). It owns itself (self_) until gRPC's OnDone.
 class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply> {
  public:
-  JobStream(JobStreams& streams, uint64_t key) : streams_(streams), engine_(streams.engine()), key_(key) {}
+  JobStream(JobStreams& streams, uint64_t key, Caller caller)
+      : streams_(streams), engine_(streams.engine()), key_(key), caller_(caller) {}
 
   void start(std::shared_ptr<JobStream> self, const grpc::Status& refusal) {
     self_ = std::move(self);
@@ -87,7 +88,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
           JobStreams* streams = &streams_;
           const uint64_t key = key_;
           id_ = engine_.open_job(request_.register_(), reply_.mutable_registered(),
-                                 [streams, key] { streams->poke(key); });
+                                 [streams, key] { streams->poke(key); }, caller_);
           registered_ = registered_now = true;
           writing_ = true;  // the Registered reply
         } catch (const EngineError& e) {
@@ -198,6 +199,7 @@ class JobStream final : public grpc::ServerBidiReactor<v1::JobRequest, v1::JobRe
   JobStreams& streams_;
   Engine& engine_;
   const uint64_t key_;
+  const Caller caller_;  // who opened the stream: owns its job
   std::shared_ptr<JobStream> self_;
 
   Mutex mu_;
@@ -224,13 +226,13 @@ JobStreams::~JobStreams() {
   thread_.join();
 }
 
-grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* JobStreams::open(const grpc::Status& refusal) {
+grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* JobStreams::open(const grpc::Status& refusal, Caller caller) {
   uint64_t key;
   std::shared_ptr<JobStream> stream;
   {
     MutexLock lk(mu_);
     key = next_key_++;
-    stream = std::make_shared<JobStream>(*this, key);
+    stream = std::make_shared<JobStream>(*this, key, caller);
     streams_[key] = stream;
     if (refusal.ok()) register_deadlines_.emplace(Clock::now() + register_timeout_, key);
   }

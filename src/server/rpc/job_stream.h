@@ -52,7 +52,7 @@ class JobStreams {
 
   // A new stream for a Job call, already started (reading its Register), or finished at once
   // with `refusal` when that is not OK. gRPC owns it until its OnDone.
-  grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* open(const grpc::Status& refusal);
+  grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* open(const grpc::Status& refusal, Caller caller = {});
 
   Engine& engine() { return engine_; }
 

@@ -119,22 +119,41 @@ void UnixListener::accept_loop(grpc::Server* server) {
     }
     ucred cred{};
     socklen_t len = sizeof cred;
-    std::string refusal;
+    struct stat st{};
+    fstat(conn, &st);
+    Connection c{static_cast<uid_t>(-1), st.st_ino, ""};
     if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      refusal = "the daemon cannot read the peer's credentials: " + errno_text();
+      c.refusal = "the daemon cannot read the peer's credentials: " + errno_text();
     } else {
-      refusal = policy_.refusal({cred.uid, cred.gid, cred.pid});
+      c.uid = cred.uid;
+      c.refusal = policy_.refusal({cred.uid, cred.gid, cred.pid});
     }
     {
-      // Descriptor numbers are reused only after gRPC closed the previous connection on it.
       MutexLock lk(mu_);
-      refusals_[conn] = refusal;
+      // One user cannot take every descriptor of the daemon: past the cap, a connection is closed
+      // before gRPC sees it (the client reads end of file).
+      if (c.uid != policy_.owner() && c.uid != 0 &&
+          open_connections(c.uid) >= (c.refusal.empty() ? kMaxConnectionsPerUser : kMaxRefusedConnections)) {
+        close(conn);
+        continue;
+      }
+      // Descriptor numbers are reused only after gRPC closed the previous connection on it.
+      connections_[conn] = std::move(c);
     }
     grpc::AddInsecureChannelFromFd(server, conn);  // gRPC owns and closes conn from now on
   }
 }
 
-std::string UnixListener::refusal(const std::string& grpc_peer) const {
+size_t UnixListener::open_connections(uid_t uid) const {
+  size_t n = 0;
+  for (const auto& [fd, c] : connections_) {
+    struct stat st{};
+    if (c.uid == uid && fstat(fd, &st) == 0 && st.st_ino == c.inode) ++n;
+  }
+  return n;
+}
+
+std::string UnixListener::refusal(const std::string& grpc_peer, uid_t* uid) const {
   int fd = -1;
   constexpr std::string_view kPrefix = "fd:";
   if (grpc_peer.rfind(kPrefix, 0) == 0) {
@@ -143,9 +162,10 @@ std::string UnixListener::refusal(const std::string& grpc_peer) const {
     if (auto [p, ec] = std::from_chars(begin, end, fd); ec != std::errc() || p != end) fd = -1;
   }
   MutexLock lk(mu_);
-  const auto it = refusals_.find(fd);
-  if (it == refusals_.end()) return "the daemon does not know this connection (" + grpc_peer + "): refused";
-  return it->second;
+  const auto it = connections_.find(fd);
+  if (it == connections_.end()) return "the daemon does not know this connection (" + grpc_peer + "): refused";
+  if (uid != nullptr) *uid = it->second.uid;
+  return it->second.refusal;
 }
 
 }  // namespace joader

@@ -34,6 +34,7 @@ class AccessPolicy {
   // Empty if `peer` may connect, else why not (one sentence for the client).
   std::string refusal(const PeerCred& peer) const;
   std::optional<gid_t> group() const { return group_; }
+  uid_t owner() const { return owner_; }
 
  private:
   uid_t owner_;
@@ -42,6 +43,11 @@ class AccessPolicy {
 
 // Resolves a group name or a numeric gid; throws std::invalid_argument for unknown groups.
 gid_t parse_group(const std::string& text);
+
+// Connections open at once per uid, beyond which new ones are closed at accept: a uid the policy
+// refuses gets a few (to be told why), an admitted one other than the owner and root many.
+inline constexpr size_t kMaxRefusedConnections = 8;
+inline constexpr size_t kMaxConnectionsPerUser = 1024;
 
 class UnixListener {
  public:
@@ -57,8 +63,9 @@ class UnixListener {
   void stop();
 
   // Empty if the connection named by gRPC's peer string may use the daemon, else the refusal.
-  // Peers that are not connections of this listener are refused (fail closed).
-  std::string refusal(const std::string& grpc_peer) const;
+  // Peers that are not connections of this listener are refused (fail closed). `uid`, if given,
+  // receives the peer's uid when it is admitted (what it may remove or end depends on it).
+  std::string refusal(const std::string& grpc_peer, uid_t* uid = nullptr) const;
 
  private:
   void accept_loop(grpc::Server* server);
@@ -67,7 +74,15 @@ class UnixListener {
   int fd_ = -1;
   std::thread thread_;
   mutable Mutex mu_;
-  std::map<int, std::string> refusals_ JOADER_GUARDED_BY(mu_);  // by connection fd, set at accept
+  struct Connection {
+    uid_t uid;
+    ino_t inode;          // of the socket: tells a live connection from a closed one on a reused fd
+    std::string refusal;  // empty: admitted
+  };
+  // How many connections of `uid` are still open (gRPC closes them; a closed one's descriptor is
+  // invalid or names another socket).
+  size_t open_connections(uid_t uid) const JOADER_REQUIRES(mu_);
+  std::map<int, Connection> connections_ JOADER_GUARDED_BY(mu_);  // by connection fd, set at accept
 };
 
 }  // namespace joader

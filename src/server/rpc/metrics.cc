@@ -37,13 +37,18 @@ struct Writer {
   }
 };
 
-std::string job_labels(const v1::JobStatus& j) {
-  return "dataset=\"" + escape(j.dataset()) + "\",job=\"" + escape(j.name()) + "\"";
+// A job's dataset is named by the id of the dataset of that name.
+std::string job_labels(const v1::JobStatus& j, const v1::StatusReply& s, bool names) {
+  if (names) return "dataset=\"" + escape(j.dataset()) + "\",job=\"" + escape(j.name()) + "\"";
+  std::string dataset;
+  for (const auto& d : s.datasets())
+    if (d.name() == j.dataset()) dataset = std::to_string(d.id());
+  return "dataset=\"" + dataset + "\",job=\"" + std::to_string(j.id()) + "\"";
 }
 
 }  // namespace
 
-std::string prometheus_text(const v1::StatusReply& s) {
+std::string prometheus_text(const v1::StatusReply& s, bool names) {
   Writer w;
   auto counter = [&](const char* name, const char* help, double v) {
     w.family(name, "counter", help);
@@ -74,7 +79,10 @@ std::string prometheus_text(const v1::StatusReply& s) {
   gauge("uptime_seconds", "Seconds since the daemon started.", s.uptime_seconds());
 
   w.family("skipped_items_total", "counter", "Items (files) skipped because they could not be prepared, each counted once.");
-  for (const auto& d : s.datasets()) w.sample("skipped_items_total", "dataset=\"" + escape(d.name()) + "\"", double(d.skipped()));
+  for (const auto& d : s.datasets()) {
+    w.sample("skipped_items_total", "dataset=\"" + (names ? escape(d.name()) : std::to_string(d.id())) + "\"",
+             double(d.skipped()));
+  }
   struct JobFamily {
     const char* name;
     const char* type;
@@ -97,7 +105,7 @@ std::string prometheus_text(const v1::StatusReply& s) {
   };
   for (const JobFamily& f : job_families) {
     w.family(f.name, f.type, f.help);
-    for (const auto& j : s.jobs()) w.sample(f.name, job_labels(j), f.value(j));
+    for (const auto& j : s.jobs()) w.sample(f.name, job_labels(j, s, names), f.value(j));
   }
 
   const v1::LoadHistogram& h = s.load_seconds();
@@ -132,10 +140,10 @@ std::pair<std::string, int> parse_listen_address(const std::string& text) {
   return {host, int(value)};
 }
 
-MetricsServer::MetricsServer(Engine& engine, const std::string& host, int port)
+MetricsServer::MetricsServer(Engine& engine, const std::string& host, int port, bool names)
     : server_(std::make_unique<httplib::Server>()) {
-  server_->Get("/metrics", [&engine](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus_text(engine.status()), "text/plain; version=0.0.4; charset=utf-8");
+  server_->Get("/metrics", [&engine, names](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_text(engine.status(), names), "text/plain; version=0.0.4; charset=utf-8");
   });
   port_ = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (port_ <= 0) throw std::runtime_error("cannot listen for metrics on " + host + ":" + std::to_string(port));

@@ -23,8 +23,10 @@ class Engine;
 // cache_capacity_bytes, cached_items, cached_blocks, arena_huge_page_bytes, pinned_bytes, jobs,
 // datasets, loader_threads, uptime_seconds, job_epoch{dataset,job},
 // job_items_per_second{dataset,job}, job_queued_items{dataset,job}; the histogram load_seconds
-// (time to read and prepare an item).
-std::string prometheus_text(const v1::StatusReply& status);
+// (time to read and prepare an item). The dataset and job labels are the daemon's numbers for them
+// (DatasetInfo.id, JobStatus.id, as `joader status --json` shows them) unless `names`: anyone who
+// can reach the port reads the labels, and a name can say what is private.
+std::string prometheus_text(const v1::StatusReply& status, bool names = false);
 
 // "PORT" (loopback), "HOST:PORT" or "[V6]:PORT" → host and port; throws std::invalid_argument.
 std::pair<std::string, int> parse_listen_address(const std::string& text);
@@ -33,7 +35,7 @@ class MetricsServer {
  public:
   // Binds host:port (port 0: any free port) and serves GET /metrics from engine.status() on a
   // thread of its own. Throws std::runtime_error if the address cannot be bound.
-  MetricsServer(Engine& engine, const std::string& host, int port);
+  MetricsServer(Engine& engine, const std::string& host, int port, bool names = false);
   ~MetricsServer();  // stops serving and joins the thread
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -3,15 +3,16 @@
 #include "server/rpc/grpc_status.h"
 
 namespace joader {
-grpc::Status JoaderService::admit(const std::string& peer) const {
+grpc::Status JoaderService::admit(const std::string& peer, Caller* caller) const {
   if (listener_ == nullptr) return grpc::Status::OK;
-  const std::string refusal = listener_->refusal(peer);
+  const std::string refusal = listener_->refusal(peer, caller ? &caller->uid : nullptr);
   return refusal.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::PERMISSION_DENIED, refusal);
 }
 
 grpc::Status JoaderService::AddDataset(grpc::ServerContext* ctx, const v1::AddDatasetRequest* req,
                                        grpc::ServerWriter<v1::AddDatasetProgress>* writer) {
-  if (grpc::Status s = admit(ctx->peer()); !s.ok()) return s;
+  Caller caller;
+  if (grpc::Status s = admit(ctx->peer(), &caller); !s.ok()) return s;
   try {
     v1::AddDatasetProgress msg;
     const v1::DatasetInfo info = engine_.add_dataset(*req, [ctx, writer](size_t n) {
@@ -20,7 +21,7 @@ grpc::Status JoaderService::AddDataset(grpc::ServerContext* ctx, const v1::AddDa
       v1::AddDatasetProgress p;
       p.set_indexed(n);
       writer->Write(p);
-    });
+    }, caller);
     msg.set_indexed(info.items());
     *msg.mutable_dataset() = info;
     writer->Write(msg);
@@ -39,9 +40,10 @@ grpc::Status JoaderService::ListDatasets(grpc::ServerContext* ctx, const v1::Lis
 
 grpc::Status JoaderService::RemoveDataset(grpc::ServerContext* ctx, const v1::RemoveDatasetRequest* req,
                                           v1::RemoveDatasetReply*) {
-  if (grpc::Status s = admit(ctx->peer()); !s.ok()) return s;
+  Caller caller;
+  if (grpc::Status s = admit(ctx->peer(), &caller); !s.ok()) return s;
   try {
-    engine_.remove_dataset(req->name());
+    engine_.remove_dataset(req->name(), caller);
     return grpc::Status::OK;
   } catch (const EngineError& e) {
     return to_status(e);
@@ -49,9 +51,10 @@ grpc::Status JoaderService::RemoveDataset(grpc::ServerContext* ctx, const v1::Re
 }
 
 grpc::Status JoaderService::EndJob(grpc::ServerContext* ctx, const v1::EndJobRequest* req, v1::EndJobReply*) {
-  if (grpc::Status s = admit(ctx->peer()); !s.ok()) return s;
+  Caller caller;
+  if (grpc::Status s = admit(ctx->peer(), &caller); !s.ok()) return s;
   try {
-    engine_.end_job(req->name());
+    engine_.end_job(req->name(), caller);
     return grpc::Status::OK;
   } catch (const EngineError& e) {
     return to_status(e);
@@ -65,7 +68,9 @@ grpc::Status JoaderService::Status(grpc::ServerContext* ctx, const v1::StatusReq
 }
 
 grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* JoaderService::Job(grpc::CallbackServerContext* ctx) {
-  return streams_.open(admit(ctx->peer()));
+  Caller caller;
+  const grpc::Status admitted = admit(ctx->peer(), &caller);
+  return streams_.open(admitted, caller);
 }
 
 }  // namespace joader

@@ -31,7 +31,8 @@ class JoaderService final : public v1::Joader::WithCallbackMethod_Job<v1::Joader
   grpc::ServerBidiReactor<v1::JobRequest, v1::JobReply>* Job(grpc::CallbackServerContext* ctx) override;
 
  private:
-  grpc::Status admit(const std::string& peer) const;
+  // OK if the peer may use the daemon (its uid then in *caller), else PERMISSION_DENIED saying why.
+  grpc::Status admit(const std::string& peer, Caller* caller = nullptr) const;
 
   Engine& engine_;
   const UnixListener* listener_;

@@ -1,0 +1,28 @@
+// Ownership of datasets and jobs in a daemon that several uids use (`joader serve --allow-group`):
+// each belongs to the uid whose client added or opened it, and only that uid, the daemon's own uid
+// and root may remove or end it. Every admitted uid may run jobs on any dataset (sharing is the
+// point) and read the status; none can take another's work away.
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace joader {
+
+// Who makes a request: the uid of the client's process, from its connection's SO_PEERCRED
+// (server/rpc/listener.h). Calls made inside the daemon's process (restoring its saved datasets,
+// tests, fuzzing) are the daemon's own.
+struct Caller {
+  uid_t uid = ::getuid();
+};
+
+// Empty if `caller` may remove or end `what` (e.g. "dataset 'x'"), which uid `owner` made, in a
+// daemon run by uid `daemon`; else the refusal, naming the owner by name and uid.
+std::string management_refusal(const std::string& what, uid_t owner, Caller caller, uid_t daemon = ::getuid());
+
+// "alice (uid 1000)", or "uid 1000" for a uid without a name.
+std::string describe_uid(uid_t uid);
+
+}  // namespace joader
