@@ -7,6 +7,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from daemon_process import DaemonProcess, private_tempdir  # noqa: E402
+from watchdog import time_limit  # noqa: E402,F401  (a time limit per test: tests/watchdog.py)
 
 BUILD = os.environ.get("JOADER_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 sys.path.insert(0, os.path.join(BUILD, "python"))
