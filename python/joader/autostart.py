@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 from . import _native
@@ -108,9 +109,10 @@ def start(socket, serving):
                 raise RuntimeError(f"the Joader daemon started on {socket} did not come up (exit status "
                                    f"{proc.returncode}); the end of its log {log}:\n{_tail(log)}")
             time.sleep(0.02)
-        # The daemon is detached: nothing waits for it but its new session; Popen must not reap it
-        # later either (it outlives this process).
-        proc.returncode = 0
+        # The daemon is detached (a session of its own) and outlives this process, but while this
+        # process lives it is its parent: a thread waits for it, so that a daemon that exits first
+        # (--idle-exit, joader stop) is reaped at once instead of staying a zombie until then.
+        threading.Thread(target=proc.wait, name="joader-daemon-reaper", daemon=True).start()
         print(f"joader: started a daemon (pid {proc.pid}, cache {found.group(1)}, log {log}; it exits after "
               f"{idle} s without a job, or with `joader stop`)", file=sys.stderr, flush=True)
         return proc.pid

@@ -253,6 +253,21 @@ ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Register
                                   known.empty() ? "none; add one with `joader dataset add`" : known));
   }
   ServedDataset& ds = *dit->second;
+  if (caller.uid != getuid() && caller.uid != 0) {
+    const auto mine = [&](const auto& j) { return j.second->owner == caller.uid; };
+    if (const auto n = std::ranges::count_if(ds.jobs, mine); size_t(n) >= kMaxJobsPerUserAndDataset) {
+      throw EngineError(EngineError::kResourceExhausted,
+                        fmt::format("{} already has {} jobs on dataset '{}', the most one user other than the daemon's "
+                                    "owner may hold (half of its {}); close some first",
+                                    describe_uid(caller.uid), n, req.dataset(), kMaxJobs));
+    }
+    if (const auto n = std::ranges::count_if(jobs_, mine); size_t(n) >= kMaxJobsPerUser) {
+      throw EngineError(EngineError::kResourceExhausted,
+                        fmt::format("{} already has {} jobs, the most one user other than the daemon's owner may hold; "
+                                    "close some first",
+                                    describe_uid(caller.uid), n));
+    }
+  }
   const std::string augment = check_augment(req, ds);
   std::vector<ItemId> subset(req.ids().begin(), req.ids().end());
   if (subset.empty()) {

@@ -472,5 +472,21 @@ TEST(ServingState, OnlyItsOwnerTheDaemonsUidOrRootMayRemoveADatasetOrEndAJob) {
   EXPECT_TRUE(state.list_datasets().empty());
 }
 
+TEST(ServingState, OneUserOtherThanTheOwnerCannotTakeADatasetsEveryJobSlot) {
+  const Caller daemon{getuid()}, alice{daemon.uid + 1001};
+  ServingState state(options());
+  add(state, synthetic("shared", 8));
+  v1::Registered reply;
+  for (size_t i = 0; i < kMaxJobsPerUserAndDataset; ++i) state.open_job(job_request("shared", 4, 1, 1), &reply, {}, 0.0, alice);
+  try {
+    state.open_job(job_request("shared", 4, 1, 1), &reply, {}, 0.0, alice);
+    ADD_FAILURE() << "alice took more than half of the slots";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), EngineError::kResourceExhausted);
+    EXPECT_NE(std::string(e.what()).find("already has 32 jobs on dataset 'shared'"), std::string::npos) << e.what();
+  }
+  state.open_job(job_request("shared", 4, 1, 1), &reply, {}, 0.0, daemon);  // the rest are not hers
+}
+
 }  // namespace
 }  // namespace joader

@@ -261,6 +261,29 @@ def test_a_started_daemon_exits_after_its_idle_time_and_the_next_loader_starts_a
         assert f.read().count("no job for 1 s (--idle-exit), shutting down") == 2
 
 
+def test_a_started_daemon_that_exits_while_its_starter_lives_is_reaped_not_left_a_zombie(autostart_dir, photos):
+    env = auto_env(autostart_dir, JOADER_IDLE_EXIT="1")
+    script = SCRIPT.format(python=os.path.join(BUILD, "python"), photos=photos) + textwrap.dedent("""
+        import os, time
+        import joader
+        pid = joader.Client().status()["pid"]
+        loader.close()  # its job: the daemon exits once it has none
+        deadline = time.monotonic() + 60
+        while os.path.exists(os.environ["JOADER_SOCKET"]):  # its idle exit, 1 s after the loader's job
+            assert time.monotonic() < deadline, "the idle daemon did not exit"
+            time.sleep(0.05)
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}"):
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            assert time.monotonic() < deadline, f"the daemon {pid} is still there, state {state}"
+            time.sleep(0.05)
+        print("reaped")
+    """)
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0 and run.stdout.split()[-1] == "reaped", run.stdout + run.stderr
+
+
 def test_a_daemon_that_cannot_start_is_an_error_quoting_its_log(autostart_dir, photos):
     script = SCRIPT.format(python=os.path.join(BUILD, "python"), photos=photos)
     run = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir, JOADER_CACHE_SIZE="lots"),
