@@ -4,7 +4,11 @@ A test that runs past JOADER_TEST_LIMIT seconds (default 480) is named, the stac
 process (every Python thread; every native thread too, with gdb where it is installed) and of each
 process it started (gdb, else its kernel wait channel) are printed, and the process exits with
 status 3. A hang is then an error that names the test and shows where everything waited, instead
-of CTest's timeout at some percentage of the suite.
+of CTest's timeout at some percentage of the suite. Native stacks of other processes need the
+right to trace them (root, as in CI, or kernel.yama.ptrace_scope=0); without it gdb says so. Should
+the timer's thread never run (native code holding the GIL), faulthandler's own timer dumps the
+Python stacks and exits 120 s later. Daemons the stuck test started are left to their idle exit or
+`joader stop`.
 """
 import faulthandler
 import os
@@ -83,5 +87,7 @@ def time_limit(request):
     timer = threading.Timer(LIMIT, _expire, args=(request.node.nodeid, capture))
     timer.daemon = True
     timer.start()
+    faulthandler.dump_traceback_later(LIMIT + 120, exit=True)  # needs no GIL
     yield
+    faulthandler.cancel_dump_traceback_later()
     timer.cancel()

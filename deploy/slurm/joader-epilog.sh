@@ -12,9 +12,18 @@ RUN_DIR=${JOADER_RUN_DIR:-/run/joader-slurm}
 : "${SLURM_JOB_ID:?the epilog runs under slurmd, which sets SLURM_JOB_ID}"
 : "${SLURM_JOB_UID:?}"
 : "${SLURM_JOB_GID:=$(id -g "$SLURM_JOB_UID")}"
-case "$SLURM_JOB_ID$SLURM_JOB_UID$SLURM_JOB_GID" in *[!0-9]*) echo "joader-epilog: non-numeric SLURM_JOB_ID/UID/GID" >&2; exit 1;; esac
+fail() { echo "joader-epilog: $*" >&2; exit 1; }
+digits() { case "$2" in '' | *[!0-9]*) fail "$1 must be a number, not '$2'";; esac; }
+digits SLURM_JOB_ID "$SLURM_JOB_ID"
+digits SLURM_JOB_UID "$SLURM_JOB_UID"
+digits SLURM_JOB_GID "$SLURM_JOB_GID"
 [ -d "$RUN_DIR" ] || exit 0
+# The prolog's checks again: a RUN_DIR that is a symlink, or not root's alone, may be another
+# user's, and nothing in it is touched (no rm -rf through a link a user planted).
+[ ! -L "$RUN_DIR" ] || fail "$RUN_DIR is a symlink: nothing removed"
 RUN_DIR=$(readlink -f "$RUN_DIR")   # as the prolog did: the daemon's --socket names this path
+[ -n "$(find "$RUN_DIR" -maxdepth 0 -type d -user 0 ! -perm /022)" ] ||
+    fail "$RUN_DIR is not a directory of root's that only root may write: nothing removed"
 dir="$RUN_DIR/job-$SLURM_JOB_ID"
 [ -e "$dir" ] || [ -L "$dir" ] || exit 0           # no daemon was started for this job here
 # The prolog makes it root's, 0755. Anything else (a folder of the older recipe, owned by the job's

@@ -27,24 +27,32 @@ RUN_DIR=${JOADER_RUN_DIR:-/run/joader-slurm}
 : "${SLURM_JOB_UID:?}"
 : "${SLURM_JOB_GID:=$(id -g "$SLURM_JOB_UID")}"
 fail() { echo "joader-prolog: $*" >&2; exit 1; }
-# They become paths and setpriv's arguments: digits only.
-case "$SLURM_JOB_ID$SLURM_JOB_UID$SLURM_JOB_GID" in *[!0-9]*) fail "non-numeric SLURM_JOB_ID/UID/GID";; esac
+# They become paths and setpriv's arguments: digits only, each (an `id -g` that failed leaves the
+# gid empty, and `set -e` does not see a failure inside ${...:=...}).
+digits() { case "$2" in '' | *[!0-9]*) fail "$1 must be a number, not '$2'";; esac; }
+digits SLURM_JOB_ID "$SLURM_JOB_ID"
+digits SLURM_JOB_UID "$SLURM_JOB_UID"
+digits SLURM_JOB_GID "$SLURM_JOB_GID"
 case "$RUN_DIR" in /*) ;; *) fail "JOADER_RUN_DIR must be an absolute path, not '$RUN_DIR'";; esac
 
-# RUN_DIR must be a real directory (not a symlink) of root's that group and others cannot write,
-# and no directory above it may let another user rename or replace it (writable by others and not
-# sticky): else a user could swap in a folder of their own between these checks and the writes.
-mkdir -p -m 0755 "$RUN_DIR"
-[ ! -L "$RUN_DIR" ] || fail "$RUN_DIR is a symlink"
-RUN_DIR=$(readlink -f "$RUN_DIR")   # symlinks above it (e.g. /var/run) resolved, then checked
-[ -n "$(find "$RUN_DIR" -maxdepth 0 -type d -user 0 ! -perm /022)" ] ||
-    fail "$RUN_DIR must be a directory owned by root that group and others cannot write"
-up=$RUN_DIR
-while [ "$up" != / ]; do
-    up=$(dirname "$up")
+# No directory above RUN_DIR may let another user rename or replace what is in it (writable by
+# others and not sticky), checked before root makes anything there; then RUN_DIR must be a real
+# directory (not a symlink) of root's that group and others cannot write. Else a user could swap
+# in a folder of their own between these checks and the writes.
+up=$(dirname "$RUN_DIR")
+[ -d "$up" ] || fail "$up does not exist (the prolog makes $RUN_DIR, not the folders above it)"
+up=$(readlink -f "$up")   # symlinks above it (e.g. /var/run) resolved, then checked
+while :; do
     [ -n "$(find "$up" -maxdepth 0 -type d -user 0 \( ! -perm /022 -o -perm -1000 \))" ] ||
         fail "$up (above $RUN_DIR) must be owned by root and not writable by others unless sticky"
+    [ "$up" != / ] || break
+    up=$(dirname "$up")
 done
+[ -e "$RUN_DIR" ] || [ -L "$RUN_DIR" ] || mkdir -m 0755 "$RUN_DIR"
+[ ! -L "$RUN_DIR" ] || fail "$RUN_DIR is a symlink"
+RUN_DIR=$(readlink -f "$RUN_DIR")
+[ -n "$(find "$RUN_DIR" -maxdepth 0 -type d -user 0 ! -perm /022)" ] ||
+    fail "$RUN_DIR must be a directory owned by root that group and others cannot write"
 
 dir="$RUN_DIR/job-$SLURM_JOB_ID"
 # Plain mkdir fails if anything (folder, file, symlink) is already there: a leftover is never reused.

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -53,7 +54,8 @@ struct ServeOptions {
 std::string flag_of(const std::string& option) {
   static const std::map<std::string, std::string> flags = {
       {"cache_bytes", "--cache-size"}, {"policy", "--policy"},   {"sampler", "--sampler"},
-      {"data_root", "--data-root"},    {"metrics", "--metrics"}, {"register_timeout", "--register-timeout"}};
+      {"data_root", "--data-root"},    {"metrics", "--metrics"}, {"register_timeout", "--register-timeout"},
+      {"state_path", "--state"}};
   auto it = flags.find(option);
   return it == flags.end() ? "" : it->second + ": ";
 }
@@ -111,6 +113,13 @@ int run_serve(const ServeOptions& o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  // Every connection is a descriptor: as many as the hard limit allows (the listener gives each
+  // member a share of them).
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
 
   std::unique_ptr<Daemon> daemon;
   try {

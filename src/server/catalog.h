@@ -31,9 +31,10 @@ namespace joader {
 inline constexpr size_t kMaxDatasets = 1024;     // registered at once
 // In a daemon several uids use, what one uid other than the daemon's owner and root may hold at
 // once, so that it cannot lock the others out: half of a dataset's job slots (kMaxJobs, the
-// sampler's signature width), and jobs in all.
+// sampler's signature width), jobs in all, and datasets (which the others cannot remove).
 inline constexpr size_t kMaxJobsPerUserAndDataset = kMaxJobs / 2;
 inline constexpr size_t kMaxJobsPerUser = 256;
+inline constexpr size_t kMaxDatasetsPerUser = kMaxDatasets / 4;
 inline constexpr size_t kMaxNameBytes = 256;     // dataset and job names
 inline constexpr size_t kMaxSourceBytes = 4096;  // a source spec (PATH_MAX)
 // Images stored at their own size: at most 8192 × 8192 pixels (192 MiB) each.

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include "cache/eviction_policy.h"
 #include "ipc/paths.h"
@@ -60,6 +61,26 @@ void Daemon::check_options() {
                       "a daemon that serves a group needs a data root: without one, every member can make it read any "
                       "file its owner can read (give the folder the group's datasets are in; or, to allow exactly "
                       "that, group_reads_any_file)");
+  }
+  if (!o.state_path.empty()) {
+    // The dataset list's folder must be one where no other user can swap the file between the
+    // daemon's checks and its rename (DatasetStateFile): the daemon's or root's, and writable by
+    // others only if sticky (/tmp).
+    const std::string folder = std::filesystem::path(o.state_path).parent_path().empty()
+                                   ? "."
+                                   : std::filesystem::path(o.state_path).parent_path().string();
+    // One that does not exist yet is the socket's folder, which the daemon makes private (else
+    // the list cannot be saved, and the log says so).
+    struct stat st{};
+    const bool exists = stat(folder.c_str(), &st) == 0;
+    const bool others_may_swap = (st.st_uid != getuid() && st.st_uid != 0) ||
+                                 ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0);
+    if (exists && others_may_swap) {
+      throw DaemonError(DaemonError::kBadOption, "state_path",
+                        fmt::format("the folder {} of the dataset list belongs to uid {} with mode {:04o}: others could "
+                                    "replace the list there; keep it in a folder of yours that only you may write",
+                                    folder, st.st_uid, st.st_mode & 07777));
+    }
   }
   if (!(options_.register_timeout > 0)) throw DaemonError(DaemonError::kBadOption, "register_timeout", "the registration timeout must be positive");
   if (!o.data_root.empty()) {

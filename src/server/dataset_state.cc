@@ -72,6 +72,10 @@ std::vector<SavedDataset> DatasetStateFile::load() const {
   struct stat st{};
   if (::fstat(in.fd, &st) != 0) throw DatasetStateError("cannot stat " + path_ + ": " + errno_text(errno));
   if (!S_ISREG(st.st_mode)) throw DatasetStateError(path_ + " is not a regular file: not read");
+  if (st.st_nlink != 1) {
+    throw DatasetStateError(path_ + " has " + std::to_string(st.st_nlink) +
+                            " names (hard links): not read (the daemon writes a file of one name)");
+  }
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     throw DatasetStateError(path_ + " belongs to uid " + std::to_string(st.st_uid) + " with mode " +
                             fmt_mode(st.st_mode) + ": not read (only a file of the daemon's uid that no one else may "
@@ -103,6 +107,9 @@ std::vector<SavedDataset> DatasetStateFile::load() const {
       saved.owner = d.value("owner", static_cast<uid_t>(::getuid()));
       out.push_back(std::move(saved));
     }
+  } catch (const nlohmann::json::parse_error& e) {
+    // By position only: the parser's message quotes the file's bytes, and the log may be read by others.
+    throw DatasetStateError(path_ + " is not a valid dataset list: not JSON at byte " + std::to_string(e.byte));
   } catch (const nlohmann::json::exception& e) {
     throw DatasetStateError(path_ + " is not a valid dataset list: " + e.what());
   }

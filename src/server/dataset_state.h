@@ -44,8 +44,9 @@ class DatasetStateFile {
   // Throws DatasetStateError naming the file and the reason if the list could not be written (the
   // previous one stays).
   void save(const std::vector<SavedDataset>& datasets) const;
-  // Throws DatasetStateError naming the file if it exists but is not a valid list, is a symlink or
-  // not a regular file, belongs to another uid or may be written by others.
+  // Throws DatasetStateError naming the file if it exists but is not a valid list, is a symlink, not
+  // a regular file or has other names (hard links), belongs to another uid or may be written by
+  // others.
   std::vector<SavedDataset> load() const;
   // Renames a file load() refused to PATH.bad-SECONDS (seconds since the epoch), so that the next
   // save() does not overwrite registrations a person may want back; returns the new name, or ""

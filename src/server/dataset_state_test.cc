@@ -114,6 +114,27 @@ TEST(DatasetStateFile, AListOthersMayWriteOrOfAnotherUidIsNotTrusted) {
   }
 }
 
+TEST(DatasetStateFile, AListWithAnotherNameIsNotTrusted) {
+  TempDir dir;
+  const DatasetStateFile file(dir.path + "/datasets.json");
+  file.save({request("train", "synthetic:10", 8, false)});
+  ASSERT_EQ(link(file.path().c_str(), (dir.path + "/elsewhere").c_str()), 0);
+  EXPECT_THROW(file.load(), DatasetStateError) << "a hard link another user made could be rewritten under it";
+}
+
+TEST(DatasetStateFile, ADamagedListIsNamedWithoutQuotingItsBytes) {
+  TempDir dir;
+  const DatasetStateFile file(dir.path + "/datasets.json");
+  std::ofstream(file.path()) << "{\"version\": 1, \"datasets\": [SECRET-TOKEN";
+  try {
+    file.load();
+    ADD_FAILURE() << "accepted";
+  } catch (const DatasetStateError& e) {
+    EXPECT_EQ(std::string(e.what()).find("SECRET"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at byte"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DatasetStateFile, AListSetAsideIsKeptUnderANewNameAndThePathIsFree) {
   TempDir dir;
   const DatasetStateFile file(dir.path + "/datasets.json");

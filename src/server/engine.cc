@@ -53,7 +53,7 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   check_add_request(req);
   {
     Lock lk(*this);
-    state_.check_new(req);
+    state_.check_new(req, caller);
   }
   // Indexing and probing: outside the lock, abandoned when the daemon stops.
   const auto indexing = [&](size_t n) {

@@ -18,11 +18,13 @@ struct Caller {
   uid_t uid = ::getuid();
 };
 
-// Empty if `caller` may remove or end `what` (e.g. "dataset 'x'"), which uid `owner` made, in a
-// daemon run by uid `daemon`; else the refusal, naming the owner by name and uid.
-std::string management_refusal(const std::string& what, uid_t owner, Caller caller, uid_t daemon = ::getuid());
+// True if `caller` may remove or end what uid `owner` made, in a daemon run by uid `daemon`; and
+// whether `caller` is subject to the per-user limits (not the daemon's owner, not root).
+bool may_manage(uid_t owner, Caller caller, uid_t daemon = ::getuid());
+bool is_member(Caller caller, uid_t daemon = ::getuid());
 
-// "alice (uid 1000)", or "uid 1000" for a uid without a name.
-std::string describe_uid(uid_t uid);
+// The refusal when !may_manage: "WHAT belongs to uid N: only its owner, …". Uids by number only:
+// it is made under the Engine's lock, where a name lookup (NSS: LDAP, sssd) must not run.
+std::string management_refusal(const std::string& what, uid_t owner, Caller caller, uid_t daemon = ::getuid());
 
 }  // namespace joader

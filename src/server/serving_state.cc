@@ -134,15 +134,23 @@ const ServingState::ServedDataset* ServingState::registered(const v1::AddDataset
   return it->second.get();
 }
 
-void ServingState::check_room() const {
+void ServingState::check_room(Caller caller) const {
   if (datasets_.size() >= kMaxDatasets) {
     throw EngineError(EngineError::kResourceExhausted,
                       fmt::format("the daemon already has {} datasets, its limit: remove one first", kMaxDatasets));
   }
+  if (!is_member(caller)) return;
+  const auto n = std::ranges::count_if(datasets_, [&](const auto& d) { return d.second->owner == caller.uid; });
+  if (size_t(n) >= kMaxDatasetsPerUser) {
+    throw EngineError(EngineError::kResourceExhausted,
+                      fmt::format("uid {} already has {} datasets, the most one user other than the daemon's owner may "
+                                  "add: remove one first",
+                                  caller.uid, n));
+  }
 }
 
-void ServingState::check_new(const v1::AddDatasetRequest& req) const {
-  if (!registered(req)) check_room();
+void ServingState::check_new(const v1::AddDatasetRequest& req, Caller caller) const {
+  if (!registered(req)) check_room(caller);
 }
 
 std::optional<v1::DatasetInfo> ServingState::existing(const v1::AddDatasetRequest& req,
@@ -170,7 +178,7 @@ v1::DatasetInfo ServingState::add_dataset(const v1::AddDatasetRequest& req, std:
                                           Caller caller) {
   last_ = "add_dataset";
   if (auto out = existing(req, *indexed)) return *out;  // added meanwhile
-  check_room();
+  check_room(caller);
   if (indexed->item_bytes > store_->capacity()) {
     throw EngineError(EngineError::kResourceExhausted,
                       fmt::format("an item of dataset '{}' needs {} bytes, more than the whole cache ({} bytes): start "
@@ -206,8 +214,10 @@ void ServingState::remove_dataset(const std::string& name, Caller caller) {
   auto it = datasets_.find(name);
   if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, fmt::format("unknown dataset '{}'", name));
   ServedDataset& ds = *it->second;
-  if (const std::string no = management_refusal(fmt::format("dataset '{}'", name), ds.owner, caller); !no.empty())
-    throw EngineError(EngineError::kPermissionDenied, "cannot remove: " + no);
+  if (!may_manage(ds.owner, caller)) {
+    throw EngineError(EngineError::kPermissionDenied,
+                      "cannot remove: " + management_refusal(fmt::format("dataset '{}'", name), ds.owner, caller));
+  }
   if (!ds.jobs.empty()) {
     throw EngineError(EngineError::kFailedPrecondition,
                       fmt::format("dataset '{}' has {} active job(s)", name, ds.jobs.size()));
@@ -253,19 +263,19 @@ ServingState::JobId ServingState::open_job(const v1::Register& req, v1::Register
                                   known.empty() ? "none; add one with `joader dataset add`" : known));
   }
   ServedDataset& ds = *dit->second;
-  if (caller.uid != getuid() && caller.uid != 0) {
+  if (is_member(caller)) {
     const auto mine = [&](const auto& j) { return j.second->owner == caller.uid; };
     if (const auto n = std::ranges::count_if(ds.jobs, mine); size_t(n) >= kMaxJobsPerUserAndDataset) {
       throw EngineError(EngineError::kResourceExhausted,
-                        fmt::format("{} already has {} jobs on dataset '{}', the most one user other than the daemon's "
-                                    "owner may hold (half of its {}); close some first",
-                                    describe_uid(caller.uid), n, req.dataset(), kMaxJobs));
+                        fmt::format("uid {} already has {} jobs on dataset '{}', the most one user other than the "
+                                    "daemon's owner may hold (half of its {}); close some first",
+                                    caller.uid, n, req.dataset(), kMaxJobs));
     }
     if (const auto n = std::ranges::count_if(jobs_, mine); size_t(n) >= kMaxJobsPerUser) {
       throw EngineError(EngineError::kResourceExhausted,
-                        fmt::format("{} already has {} jobs, the most one user other than the daemon's owner may hold; "
-                                    "close some first",
-                                    describe_uid(caller.uid), n));
+                        fmt::format("uid {} already has {} jobs, the most one user other than the daemon's owner may "
+                                    "hold; close some first",
+                                    caller.uid, n));
     }
   }
   const std::string augment = check_augment(req, ds);
@@ -804,9 +814,8 @@ void ServingState::end_job(const std::string& name, Caller caller) {
   last_ = "ending a job";
   // Names need not be unique across uids: the caller's own job of that name goes first.
   const auto named = [&name](const auto& j) { return j.second->name == name; };
-  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) {
-    return named(j) && management_refusal("", j.second->owner, caller).empty();
-  });
+  auto it = std::find_if(jobs_.begin(), jobs_.end(),
+                         [&](const auto& j) { return named(j) && may_manage(j.second->owner, caller); });
   if (it == jobs_.end()) {
     it = std::find_if(jobs_.begin(), jobs_.end(), named);
     if (it == jobs_.end()) throw EngineError(EngineError::kNotFound, fmt::format("no job named '{}'", name));

@@ -89,7 +89,7 @@ class ServingState {
 
   // Throws kAlreadyExists if a dataset of that name has another spec, kResourceExhausted if there
   // is no room for one more; nothing if the same spec is registered (existing() answers then).
-  void check_new(const v1::AddDatasetRequest& request) const;
+  void check_new(const v1::AddDatasetRequest& request, Caller caller = {}) const;
   // The registered dataset of that name and spec as an identical re-add answers it (existed set),
   // if there is one: kFailedPrecondition when `indexed`'s item list is not the registered one's.
   std::optional<v1::DatasetInfo> existing(const v1::AddDatasetRequest& request, const Dataset& indexed) const;
@@ -193,7 +193,7 @@ class ServingState {
 
   v1::DatasetInfo info(const ServedDataset& ds) const;
   const ServedDataset* registered(const v1::AddDatasetRequest& request) const;
-  void check_room() const;
+  void check_room(Caller caller) const;  // kResourceExhausted at the daemon's or the caller's limit
   void reap_retired();  // frees removed datasets that no load refers to any more
 
   // Decides one round of `ready` jobs; false if the sampler decided nothing.

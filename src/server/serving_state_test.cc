@@ -444,7 +444,7 @@ TEST(ServingState, OnlyItsOwnerTheDaemonsUidOrRootMayRemoveADatasetOrEndAJob) {
     ADD_FAILURE() << "bob removed alice's dataset";
   } catch (const EngineError& e) {
     EXPECT_EQ(e.code(), EngineError::kPermissionDenied);
-    EXPECT_NE(std::string(e.what()).find("belongs to " + describe_uid(alice.uid)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("belongs to uid " + std::to_string(alice.uid)), std::string::npos) << e.what();
   }
   // A job on bob's dataset: using another's dataset is what sharing is for.
   v1::Register trial = job_request("bobs", 4, 1, 2);
@@ -486,6 +486,14 @@ TEST(ServingState, OneUserOtherThanTheOwnerCannotTakeADatasetsEveryJobSlot) {
     EXPECT_NE(std::string(e.what()).find("already has 32 jobs on dataset 'shared'"), std::string::npos) << e.what();
   }
   state.open_job(job_request("shared", 4, 1, 1), &reply, {}, 0.0, daemon);  // the rest are not hers
+}
+
+TEST(ServingState, OneUserOtherThanTheOwnerCannotTakeEveryDatasetSlot) {
+  const Caller daemon{getuid()}, alice{daemon.uid + 1001};
+  ServingState state(options());
+  for (size_t i = 0; i < kMaxDatasetsPerUser; ++i) add(state, synthetic("d" + std::to_string(i), 4), alice);
+  EXPECT_EQ(code_of([&] { add(state, synthetic("one-more", 4), alice); }), EngineError::kResourceExhausted);
+  add(state, synthetic("the-owners", 4), daemon);
 }
 
 }  // namespace

@@ -73,6 +73,9 @@ class LmdbSource : public IndexedSource {
                         (S_ISDIR(st.st_mode) ? " (an LMDB directory holds data.mdb; or name the data file itself)" : ""));
     }
     check_confined(spec, real, data_root);
+    // A FIFO or a device would block or mislead LMDB's open: only a regular file is a data file.
+    if (struct stat data_st{}; ::stat(real.c_str(), &data_st) != 0 || !S_ISREG(data_st.st_mode))
+      throw SourceError(spec + ": " + data + " is not a regular file");
     // MDB_NOTLS: read transactions are begun and ended by whichever loader thread calls read().
     const unsigned flags = MDB_RDONLY | MDB_NOTLS | MDB_NOSUBDIR | MDB_NOLOCK;
     if (const int rc = open_env(real, flags)) throw SourceError(spec + ": cannot open: " + mdb_strerror(rc));

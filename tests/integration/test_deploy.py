@@ -324,6 +324,14 @@ def test_slurm_prolog_refuses_a_run_dir_another_user_could_swap(node, run_dir):
     r = node.run("prolog")
     assert r.returncode != 0 and "joader-prolog:" in r.stderr, r.stderr
     assert not os.path.lexists(node.job_dir) and not os.path.lexists(os.path.join(node.top, "real", "job-4242"))
+    # Nor does the epilog touch anything there: what a user put in such a folder stays.
+    if os.path.isdir(node.run_dir):
+        planted = os.path.join(node.run_dir, "job-4242")
+        os.mkdir(planted)
+        open(os.path.join(planted, "keep"), "w").close()
+        r = node.run("epilog")
+        assert r.returncode != 0 and "nothing removed" in r.stderr, r.stderr
+        assert os.path.exists(os.path.join(planted, "keep"))
 
 
 @needs_root
@@ -333,7 +341,7 @@ def test_slurm_prolog_and_epilog_refuse_a_job_id_uid_or_gid_that_is_not_a_number
     node.env[variable] = value
     for script in ("prolog", "epilog"):
         r = node.run(script)
-        assert r.returncode != 0 and "non-numeric" in r.stderr, (script, r.stderr)
+        assert r.returncode != 0 and f"{variable} must be a number" in r.stderr, (script, r.stderr)
     assert not os.path.lexists(node.run_dir)  # refused before anything is made
 
 

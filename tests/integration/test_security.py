@@ -317,9 +317,9 @@ def test_a_member_of_the_group_cannot_end_or_remove_what_another_user_made(publi
         holder = daemon.client("synth", "--name", "roots-job", "--batch", "4", "--epochs", "100", "--delay-ms", "100")
         wait_for_job(daemon, "roots-job")
         r = as_nobody(joader, "job", "rm", "roots-job", "--socket", daemon.socket)
-        assert r.returncode != 0 and "job 'roots-job' belongs to root (uid 0)" in r.stderr, r.stderr
+        assert r.returncode != 0 and "job 'roots-job' belongs to uid 0" in r.stderr, r.stderr
         r = as_nobody(joader, "dataset", "rm", "synth", "--socket", daemon.socket)
-        assert r.returncode != 0 and "dataset 'synth' belongs to root (uid 0)" in r.stderr, r.stderr
+        assert r.returncode != 0 and "dataset 'synth' belongs to uid 0" in r.stderr, r.stderr
         assert holder.poll() is None, "root's job lives on"
         # What a member made is its own to remove; and every member may use every dataset.
         r = as_nobody(joader, "dataset", "add", "mine", "--source", "synthetic:20:16x16", "--crop", "8",
@@ -329,12 +329,37 @@ def test_a_member_of_the_group_cannot_end_or_remove_what_another_user_made(publi
         assert owners == {"synth": 0, "mine": NOBODY}
         r = as_nobody(joader, "dataset", "rm", "mine", "--socket", daemon.socket)
         assert r.returncode == 0, r.stderr
+        # A member's job is the member's: its stream carries the member's uid, and the member may end it.
+        client = os.path.join(public_dir, os.path.basename(CLIENT))
+        member = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", client,
+                                   "--socket", daemon.socket, "--dataset", "synth", "--name", "members-job",
+                                   "--batch", "4", "--epochs", "100", "--delay-ms", "100"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_job(daemon, "members-job")
+            owner = {j["name"]: j["owner_uid"] for j in daemon.status()["jobs"]}
+            assert owner == {"roots-job": 0, "members-job": NOBODY}
+            r = as_nobody(joader, "job", "rm", "members-job", "--socket", daemon.socket)
+            assert r.returncode == 0, r.stderr
+            assert member.wait(timeout=30) != 0
+        finally:
+            if member.poll() is None:
+                member.kill()
         daemon.cli("job", "rm", "roots-job")  # the owner may
         assert holder.wait(timeout=30) != 0
     finally:
         if holder is not None and holder.poll() is None:
             holder.kill()
         daemon.stop()
+
+
+def test_a_state_file_in_a_folder_others_may_write_is_refused_at_start(workdir):
+    shared = os.path.join(workdir, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o777)  # not sticky: anyone could swap the list between the daemon's check and its use
+    r = subprocess.run([JOADER, "serve", "--socket", os.path.join(workdir, "s.sock"), "--state",
+                        os.path.join(shared, "list.json")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and f"--state: the folder {shared} of the dataset list" in r.stderr, r.stderr
 
 
 def test_the_state_file_is_the_daemons_own_and_a_planted_link_is_not_followed(workdir):

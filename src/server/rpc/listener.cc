@@ -2,6 +2,7 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -121,7 +122,7 @@ void UnixListener::accept_loop(grpc::Server* server) {
     socklen_t len = sizeof cred;
     struct stat st{};
     fstat(conn, &st);
-    Connection c{static_cast<uid_t>(-1), st.st_ino, ""};
+    Connection c{static_cast<uid_t>(-1), st.st_dev, st.st_ino, ""};
     if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       c.refusal = "the daemon cannot read the peer's credentials: " + errno_text();
     } else {
@@ -133,7 +134,7 @@ void UnixListener::accept_loop(grpc::Server* server) {
       // One user cannot take every descriptor of the daemon: past the cap, a connection is closed
       // before gRPC sees it (the client reads end of file).
       if (c.uid != policy_.owner() && c.uid != 0 &&
-          open_connections(c.uid) >= (c.refusal.empty() ? kMaxConnectionsPerUser : kMaxRefusedConnections)) {
+          open_connections(c.uid) >= (c.refusal.empty() ? max_per_user_ : kMaxRefusedConnections)) {
         close(conn);
         continue;
       }
@@ -144,12 +145,23 @@ void UnixListener::accept_loop(grpc::Server* server) {
   }
 }
 
-size_t UnixListener::open_connections(uid_t uid) const {
+size_t max_connections_per_user() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1024;
+  return std::clamp<size_t>(limit.rlim_cur / 4, kMaxRefusedConnections, 1024);
+}
+
+size_t UnixListener::open_connections(uid_t uid) {
   size_t n = 0;
-  for (const auto& [fd, c] : connections_) {
+  // Only this (the accept) thread adds records, and the connection being accepted has none yet.
+  std::erase_if(connections_, [&](const auto& record) {
+    const Connection& c = record.second;
     struct stat st{};
-    if (c.uid == uid && fstat(fd, &st) == 0 && st.st_ino == c.inode) ++n;
-  }
+    if (fstat(record.first, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_dev != c.device || st.st_ino != c.inode)
+      return true;
+    n += c.uid == uid;
+    return false;
+  });
   return n;
 }
 

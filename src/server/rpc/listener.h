@@ -45,9 +45,11 @@ class AccessPolicy {
 gid_t parse_group(const std::string& text);
 
 // Connections open at once per uid, beyond which new ones are closed at accept: a uid the policy
-// refuses gets a few (to be told why), an admitted one other than the owner and root many.
+// refuses gets a few (to be told why), an admitted one other than the owner and root a quarter of
+// the process's descriptor limit (RLIMIT_NOFILE, read when the listener is made; `joader serve`
+// raises it to its hard limit first) and at most 1024, so that no one member takes them all.
 inline constexpr size_t kMaxRefusedConnections = 8;
-inline constexpr size_t kMaxConnectionsPerUser = 1024;
+size_t max_connections_per_user();
 
 class UnixListener {
  public:
@@ -64,7 +66,10 @@ class UnixListener {
 
   // Empty if the connection named by gRPC's peer string may use the daemon, else the refusal.
   // Peers that are not connections of this listener are refused (fail closed). `uid`, if given,
-  // receives the peer's uid when it is admitted (what it may remove or end depends on it).
+  // receives the peer's uid when it is admitted (what it may remove or end depends on it). A call
+  // is looked up by its connection's descriptor: gRPC keeps a connection's descriptor open while
+  // any call on it lives (the call holds its stream, the stream its transport, the transport the
+  // descriptor), so the number cannot name another peer's connection meanwhile.
   std::string refusal(const std::string& grpc_peer, uid_t* uid = nullptr) const;
 
  private:
@@ -76,12 +81,14 @@ class UnixListener {
   mutable Mutex mu_;
   struct Connection {
     uid_t uid;
-    ino_t inode;          // of the socket: tells a live connection from a closed one on a reused fd
+    dev_t device;         // with inode: the socket, which tells a live connection from a closed
+    ino_t inode;          // one whose descriptor number was reused
     std::string refusal;  // empty: admitted
   };
-  // How many connections of `uid` are still open (gRPC closes them; a closed one's descriptor is
-  // invalid or names another socket).
-  size_t open_connections(uid_t uid) const JOADER_REQUIRES(mu_);
+  // How many connections of `uid` are still open (gRPC closes them: a closed one's descriptor is
+  // invalid or names another file); forgets the closed ones it finds.
+  size_t open_connections(uid_t uid) JOADER_REQUIRES(mu_);
+  const size_t max_per_user_ = max_connections_per_user();
   std::map<int, Connection> connections_ JOADER_GUARDED_BY(mu_);  // by connection fd, set at accept
 };
 

@@ -1,5 +1,8 @@
 #include "server/rpc/metrics.h"
 
+// poll(2), not select(2): the daemon raises its descriptor limit, and select cannot watch a
+// descriptor numbered 1024 or above.
+#define CPPHTTPLIB_USE_POLL
 #include <httplib.h>
 
 #include <cstdio>
