@@ -400,13 +400,14 @@ def test_a_loaders_client_that_loses_its_daemon_while_setting_up_starts_one_agai
     # A job that starts just as the daemon dies: its set-up calls (the dataset's registration, a
     # lookup) start a daemon again, as its batches would reconnect, instead of failing.
     script = textwrap.dedent(f"""
-        import os, signal, sys
+        import os, signal, sys, time
         sys.path.insert(0, {os.path.join(BUILD, "python")!r})
         import joader
         client = joader.Client(start=True)
         first = client.status()["pid"]
         os.kill(first, signal.SIGKILL)
-        os.waitpid(first, 0)
+        while os.path.exists(f"/proc/{{first}}"):  # gone once the loader's reaper thread has waited for it
+            time.sleep(0.01)
         print(client.datasets() == [], client.status()["pid"] != first)
     """)
     run = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir), capture_output=True, text=True,
