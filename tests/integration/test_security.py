@@ -42,6 +42,24 @@ def as_nobody(*cmd, group=NOBODY):
                           capture_output=True, text=True, timeout=60)
 
 
+def open_daemon(public_dir):
+    """A daemon of root's whose socket anyone may connect to (0666, a misconfiguration): its uid
+    check is the only wall left."""
+    sock_dir = os.path.join(public_dir, "sock")
+    os.mkdir(sock_dir, 0o755)
+    daemon = Daemon(sock_dir)
+    os.chmod(daemon.socket, 0o666)
+    return daemon
+
+
+def group_daemon(public_dir):
+    """A daemon of root's shared with nobody's group (--allow-group), confined to public_dir."""
+    sock_dir = os.path.join(public_dir, "sock")
+    os.mkdir(sock_dir, 0o750)
+    os.chown(sock_dir, -1, NOBODY)
+    return Daemon(sock_dir, extra=("--allow-group", grp.getgrgid(NOBODY).gr_name, "--data-root", public_dir))
+
+
 def raw(daemon, mode, *args):
     r = subprocess.run([RAW_CLIENT, daemon.socket, mode, *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -54,12 +72,9 @@ def raw(daemon, mode, *args):
 
 @needs_root
 def test_another_user_is_refused_by_uid_even_when_the_socket_is_open_to_everyone(public_dir):
-    sock_dir = os.path.join(public_dir, "sock")
-    os.mkdir(sock_dir, 0o755)
-    daemon = Daemon(sock_dir)
+    daemon = open_daemon(public_dir)
     try:
         add_synthetic(daemon)
-        os.chmod(daemon.socket, 0o666)  # a misconfiguration: the uid check is the second wall
         joader, client = (os.path.join(public_dir, os.path.basename(b)) for b in (JOADER, CLIENT))
         r = as_nobody(joader, "status", "--socket", daemon.socket)
         assert r.returncode != 0
@@ -222,10 +237,7 @@ def test_a_socket_in_a_directory_others_may_write_gets_not_one_byte(workdir):
 
 @needs_root
 def test_allow_group_lets_its_members_run_jobs_and_read_the_arena(public_dir):
-    sock_dir = os.path.join(public_dir, "sock")
-    os.mkdir(sock_dir, 0o750)
-    os.chown(sock_dir, -1, NOBODY)
-    daemon = Daemon(sock_dir, extra=("--allow-group", grp.getgrgid(NOBODY).gr_name, "--data-root", public_dir))
+    daemon = group_daemon(public_dir)
     try:
         add_synthetic(daemon)
         st = os.stat(daemon.socket)
@@ -276,11 +288,8 @@ print(sum(closed(c) for c in conns))
 
 @needs_root
 def test_a_refused_user_cannot_hold_many_connections_open(public_dir):
-    sock_dir = os.path.join(public_dir, "sock")
-    os.mkdir(sock_dir, 0o755)
-    daemon = Daemon(sock_dir)
+    daemon = open_daemon(public_dir)
     try:
-        os.chmod(daemon.socket, 0o666)
         r = as_nobody("/usr/bin/python3", "-c", HOLD_CONNECTIONS, daemon.socket)
         assert r.returncode == 0, r.stderr
         assert int(r.stdout) == 20 - 8, "all but 8 closed at once"
@@ -306,10 +315,7 @@ def wait_for_job(daemon, name, timeout=30):
 
 @needs_root
 def test_a_member_of_the_group_cannot_end_or_remove_what_another_user_made(public_dir):
-    sock_dir = os.path.join(public_dir, "sock")
-    os.mkdir(sock_dir, 0o750)
-    os.chown(sock_dir, -1, NOBODY)
-    daemon = Daemon(sock_dir, extra=("--allow-group", grp.getgrgid(NOBODY).gr_name, "--data-root", public_dir))
+    daemon = group_daemon(public_dir)
     joader = os.path.join(public_dir, os.path.basename(JOADER))
     holder = None
     try:

@@ -19,6 +19,8 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_posix.h>
 
+#include "server/ownership.h"
+
 namespace joader {
 namespace {
 
@@ -133,7 +135,7 @@ void UnixListener::accept_loop(grpc::Server* server) {
       MutexLock lk(mu_);
       // One user cannot take every descriptor of the daemon: past the cap, a connection is closed
       // before gRPC sees it (the client reads end of file).
-      if (c.uid != policy_.owner() && c.uid != 0 &&
+      if (is_member(Caller{c.uid}, policy_.owner()) &&
           open_connections(c.uid) >= (c.refusal.empty() ? max_per_user_ : kMaxRefusedConnections)) {
         close(conn);
         continue;

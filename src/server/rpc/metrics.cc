@@ -6,7 +6,9 @@
 #include <httplib.h>
 
 #include <cstdio>
+#include <map>
 #include <stdexcept>
+#include <vector>
 
 #include "server/engine.h"
 
@@ -40,13 +42,12 @@ struct Writer {
   }
 };
 
-// A job's dataset is named by the id of the dataset of that name.
-std::string job_labels(const v1::JobStatus& j, const v1::StatusReply& s, bool names) {
-  if (names) return "dataset=\"" + escape(j.dataset()) + "\",job=\"" + escape(j.name()) + "\"";
-  std::string dataset;
+// The dataset="…" label of each dataset, by name: its name, or its number unless `names`.
+std::map<std::string, std::string> dataset_labels(const v1::StatusReply& s, bool names) {
+  std::map<std::string, std::string> out;
   for (const auto& d : s.datasets())
-    if (d.name() == j.dataset()) dataset = std::to_string(d.id());
-  return "dataset=\"" + dataset + "\",job=\"" + std::to_string(j.id()) + "\"";
+    out[d.name()] = "dataset=\"" + (names ? escape(d.name()) : std::to_string(d.id())) + "\"";
+  return out;
 }
 
 }  // namespace
@@ -82,9 +83,14 @@ std::string prometheus_text(const v1::StatusReply& s, bool names) {
   gauge("uptime_seconds", "Seconds since the daemon started.", s.uptime_seconds());
 
   w.family("skipped_items_total", "counter", "Items (files) skipped because they could not be prepared, each counted once.");
-  for (const auto& d : s.datasets()) {
-    w.sample("skipped_items_total", "dataset=\"" + (names ? escape(d.name()) : std::to_string(d.id())) + "\"",
-             double(d.skipped()));
+  const std::map<std::string, std::string> dataset_label = dataset_labels(s, names);
+  for (const auto& d : s.datasets()) w.sample("skipped_items_total", dataset_label.at(d.name()), double(d.skipped()));
+  // A job's labels: its dataset's, and its name or number.
+  std::vector<std::string> job_labels;
+  for (const auto& j : s.jobs()) {
+    const auto it = dataset_label.find(j.dataset());
+    job_labels.push_back((it == dataset_label.end() ? std::string("dataset=\"\"") : it->second) + ",job=\"" +
+                         (names ? escape(j.name()) : std::to_string(j.id())) + "\"");
   }
   struct JobFamily {
     const char* name;
@@ -108,7 +114,7 @@ std::string prometheus_text(const v1::StatusReply& s, bool names) {
   };
   for (const JobFamily& f : job_families) {
     w.family(f.name, f.type, f.help);
-    for (const auto& j : s.jobs()) w.sample(f.name, job_labels(j, s, names), f.value(j));
+    for (int i = 0; i < s.jobs_size(); ++i) w.sample(f.name, job_labels[size_t(i)], f.value(s.jobs(i)));
   }
 
   const v1::LoadHistogram& h = s.load_seconds();
