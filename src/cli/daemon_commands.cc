@@ -197,11 +197,14 @@ int run_dataset_add(const DatasetAddOptions& o) {
     req.set_crop(o.crop);
     req.set_on_error(o.on_error);
     const bool tty = isatty(STDERR_FILENO);
-    const v1::DatasetInfo info = client.add_dataset(req, [tty](uint64_t n) {
+    // A log (not a terminal) gets a line a second at most, not one per thousand items.
+    auto last_line = std::chrono::steady_clock::now();
+    const v1::DatasetInfo info = client.add_dataset(req, [tty, &last_line](uint64_t n) {
       if (tty) {
         fmt::print(stderr, "\rindexing: {} items", n);
-      } else {
+      } else if (const auto now = std::chrono::steady_clock::now(); now - last_line >= std::chrono::seconds(1)) {
         fmt::print(stderr, "indexing: {} items\n", n);
+        last_line = now;
       }
     });
     if (tty) fmt::print(stderr, "\n");

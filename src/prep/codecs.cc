@@ -111,6 +111,7 @@ ImageSize decode_jpeg_to(std::span<const uint8_t> data, uint64_t max_pixels, Des
   uint8_t* rgb = dest(static_cast<uint32_t>(width), static_cast<uint32_t>(height));
   // libjpeg converts CMYK/YCCK only to CMYK: decode to a CMYK buffer and convert as PIL does.
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  if (cmyk) reserve_decode_memory(uint64_t(width) * uint64_t(height) * 4);
   std::vector<uint8_t> cmyk_pixels(cmyk ? static_cast<size_t>(width) * height * 4 : 0);
   // Flags 0: accurate integer DCT and fancy upsampling, libjpeg's defaults, which PIL uses too.
   const int decoded = tjDecompress2(tj, data.data(), data.size(), cmyk ? cmyk_pixels.data() : rgb, width, 0,
@@ -134,6 +135,7 @@ void decode_jpeg(std::span<const uint8_t> data, uint64_t max_pixels, Image& img)
   decode_jpeg_to(data, max_pixels, [&img](uint32_t width, uint32_t height) {
     img.width = width;
     img.height = height;
+    reserve_decode_memory(uint64_t{width} * height * 3);
     img.rgb.resize(size_t{width} * height * 3);
     return img.rgb.data();
   });
@@ -208,6 +210,7 @@ PngStatus read_png(PngReader& r, uint64_t max_pixels, Image& img, std::vector<ui
   const size_t row_bytes = png_get_rowbytes(r.png, r.info);
   if (row_bytes != static_cast<size_t>(img.width) * (gray16 ? 2 : 3))
     png_error(r.png, "unexpected row layout after conversion to RGB");
+  reserve_decode_memory(uint64_t{img.width} * img.height * 3 + (gray16 ? uint64_t{row_bytes} * img.height : 0));
   img.rgb.resize(static_cast<size_t>(img.width) * img.height * 3);
   if (gray16) wide.resize(row_bytes * img.height);
   uint8_t* base = gray16 ? wide.data() : img.rgb.data();

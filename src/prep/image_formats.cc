@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "prep/scratch.h"
+
 namespace joader {
 namespace {
 
@@ -34,6 +36,7 @@ void check_pixels(uint64_t width, uint64_t height, uint64_t max_pixels, const ch
 void resize_image(Image& img, uint32_t width, uint32_t height) {
   img.width = width;
   img.height = height;
+  reserve_decode_memory(uint64_t{width} * height * 3);
   img.rgb.resize(size_t{width} * height * 3);
 }
 
@@ -169,6 +172,7 @@ void decode_tiff(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
     }
     return;
   }
+  reserve_decode_memory(uint64_t{width} * height * 4);
   std::vector<uint32_t> raster(size_t{width} * height);
   if (!TIFFReadRGBAImageOriented(tif, width, height, raster.data(), ORIENTATION_TOPLEFT, 0)) {
     throw fail("libtiff cannot convert it to RGB");

@@ -26,6 +26,19 @@ ImageRegion& scratch_region() {
   return region;
 }
 
+// One preparation's hold on the decode memory budget; on every exit, a failed decode's included,
+// the scratch buffers a very large image grew are given back before the budget is.
+class PreparationScope {
+ public:
+  ~PreparationScope() {
+    release_if_large(scratch_image().rgb);
+    release_if_large(scratch_region().rgb);
+  }
+
+ private:
+  DecodeMemoryScope budget_;
+};
+
 void check_decode_spec(const PrepSpec& spec) {
   if (!spec.raw && spec.crop == 0) throw PrepError("decode mode needs a crop size > 0");
 }
@@ -108,7 +121,6 @@ ImageSize prepare_crop(const PrepSpec& spec, std::span<const uint8_t> encoded, O
       const ImageView view{region.rgb.data(), region.full_width, region.full_height, size_t{region.width} * 3,
                            region.left, region.top};
       resize_window(view, g, spec.crop, spec.crop, out);
-      release_if_large(region.rgb);
       return {spec.crop, spec.crop};
     }
   }
@@ -123,7 +135,6 @@ ImageSize prepare_crop(const PrepSpec& spec, std::span<const uint8_t> encoded, O
   // torchvision leaves an image that already has the target size alone; the filter is then the
   // identity, bit for bit, so one path serves both.
   resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, spec.crop, spec.crop, out);
-  release_if_large(img.rgb);
   return {spec.crop, spec.crop};
 }
 
@@ -159,7 +170,6 @@ ImageSize prepare_own_size(const PrepSpec& spec, std::span<const uint8_t> encode
     resize_window(ImageView{img.rgb.data(), img.width, img.height, size_t{img.width} * 3}, g, stored.width,
                   stored.height, out);
   }
-  release_if_large(img.rgb);
   return stored;
 }
 
@@ -170,11 +180,13 @@ ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::v
     out.assign(encoded.begin(), encoded.end());
     return {};
   }
+  const PreparationScope scope;
   return own_size(spec) ? prepare_own_size(spec, encoded, out) : prepare_crop(spec, encoded, out);
 }
 
 ImageSize prepare_into(const PrepSpec& spec, std::span<const uint8_t> encoded, std::span<uint8_t> out) {
   if (spec.raw) throw PrepError("prepare_into: raw items are stored as read, not prepared");
+  const PreparationScope scope;
   if (own_size(spec)) return prepare_own_size(spec, encoded, out);
   if (out.size() != prepared_size(spec)) {
     throw PrepError("prepare_into: the output holds " + std::to_string(out.size()) + " bytes, an item " +

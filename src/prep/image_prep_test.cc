@@ -3,12 +3,17 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <thread>
 // OpenCV 4.6's headers do arithmetic across enum types, which C++20 deprecates: not our warning.
 
 #include <gtest/gtest.h>
+
+#include "prep/scratch.h"
 
 namespace joader {
 namespace {
@@ -533,6 +538,45 @@ TEST(Decode, NamesLibjpegsDimensionLimitForAHeaderAboveIt) {
   } catch (const PrepError& e) {
     EXPECT_NE(std::string(e.what()).find("65500"), std::string::npos) << e.what();
   }
+}
+
+// 4000×3000 gray pixels, decoded to 36 MB of RGB: a "large" decode for the budget.
+Bytes large_png() {
+  const Bytes gray(size_t{4000} * 3000, 0x80);
+  return write_png(gray.data(), 4000, 3000, PNG_FORMAT_GRAY);
+}
+
+TEST(DecodeMemory, APreparationOfALargeImageWaitsForTheBudgetAndGivesItBackWhateverItsEnd) {
+  const Bytes whole = large_png();
+  Bytes cut = whole;
+  cut.resize(cut.size() / 2);  // fails after its pixels were allocated
+  const uint64_t saved = decode_memory_budget();
+  set_decode_memory_budget(60 << 20);
+  std::vector<uint8_t> out;
+  EXPECT_THROW(prepare(decode_spec(24, 16), cut, out), PrepError);
+  EXPECT_EQ(decode_memory_in_use(), 0u);
+  std::promise<void> release, holding;
+  std::thread other([&] {  // another thread's large decode holds 35 of the 60 MiB
+    const DecodeMemoryScope scope;
+    reserve_decode_memory(35 << 20);
+    holding.set_value();
+    release.get_future().wait();
+  });
+  holding.get_future().wait();
+  std::atomic<bool> prepared = false;
+  std::thread loader([&] {
+    std::vector<uint8_t> crop;
+    prepare(decode_spec(24, 16), whole, crop);
+    prepared = crop == std::vector<uint8_t>(16 * 16 * 3, 0x80);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a preparation that went ahead fails
+  EXPECT_FALSE(prepared);
+  release.set_value();
+  other.join();
+  loader.join();
+  EXPECT_TRUE(prepared);
+  EXPECT_EQ(decode_memory_in_use(), 0u);
+  set_decode_memory_budget(saved);
 }
 
 TEST(PrepSpec, SizeAndDescription) {

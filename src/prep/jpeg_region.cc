@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "prep/pil_cmyk.h"
+#include "prep/scratch.h"
 
 namespace joader {
 namespace {
@@ -88,6 +89,7 @@ bool decode(Decoder* d, std::span<const uint8_t> data, uint64_t max_pixels,
   out.top = want.top;
   out.width = cinfo->output_width;
   out.height = want.bottom - want.top;
+  reserve_decode_memory(uint64_t{out.width} * out.height * 3);
   out.rgb.resize(size_t{out.width} * out.height * 3);
   if (cmyk) d->cmyk_row.resize(size_t{out.width} * 4);
 

@@ -22,6 +22,13 @@ void check_protocol(uint32_t version) {
   }
 }
 
+EngineError too_many_items(uid_t uid, const ItemAllowance& allowance, uint64_t adding, bool partial) {
+  return EngineError(EngineError::kResourceExhausted,
+                     fmt::format("uid {}'s datasets hold {} items and this source lists {}{}: one user other than the "
+                                 "daemon's owner and root may index at most {} items in all; remove a dataset first",
+                                 uid, allowance.held, partial ? "more than " : "", adding, allowance.limit));
+}
+
 void check_text(const char* what, const std::string& text, size_t max_bytes) {
   if (text.size() > max_bytes) {
     throw EngineError(EngineError::kInvalidArgument,

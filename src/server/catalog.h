@@ -12,6 +12,8 @@
 // Thread safety: a Dataset is guarded by its owner (the Engine's lock) once registered.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,10 +33,13 @@ namespace joader {
 inline constexpr size_t kMaxDatasets = 1024;     // registered at once
 // In a daemon several uids use, what one uid other than the daemon's owner and root may hold at
 // once, so that it cannot lock the others out: half of a dataset's job slots (kMaxJobs, the
-// sampler's signature width), jobs in all, and datasets (which the others cannot remove).
+// sampler's signature width), jobs in all, datasets (which the others cannot remove), and items
+// indexed in all those datasets (each costs the daemon ~100 bytes of index and sampler state:
+// 2^24 of them ~1.6 GiB; docs/DAEMON.md, "Limits").
 inline constexpr size_t kMaxJobsPerUserAndDataset = kMaxJobs / 2;
 inline constexpr size_t kMaxJobsPerUser = 256;
 inline constexpr size_t kMaxDatasetsPerUser = kMaxDatasets / 4;
+inline constexpr uint64_t kMaxItemsPerUser = uint64_t{1} << 24;
 inline constexpr size_t kMaxNameBytes = 256;     // dataset and job names
 inline constexpr size_t kMaxSourceBytes = 4096;  // a source spec (PATH_MAX)
 // Images stored at their own size: at most 8192 × 8192 pixels (192 MiB) each.
@@ -45,6 +50,15 @@ void check_protocol(uint32_t version);
 // Names and sources end up in status replies, logs and the state file: at most max_bytes long,
 // no control characters; kInvalidArgument naming `what` otherwise.
 void check_text(const char* what, const std::string& text, size_t max_bytes);
+// What a uid's datasets hold of the items it may index in all.
+struct ItemAllowance {
+  uint64_t held = 0;
+  uint64_t limit = UINT64_MAX;
+  uint64_t room() const { return held >= limit ? 0 : limit - held; }
+};
+// The refusal of a dataset of `adding` items (more, when `partial`: its indexing was stopped) that
+// does not fit `uid`'s allowance (kResourceExhausted).
+EngineError too_many_items(uid_t uid, const ItemAllowance& allowance, uint64_t adding, bool partial);
 // Everything about an AddDatasetRequest that can be checked without reading its source.
 void check_add_request(const v1::AddDatasetRequest& request);
 // The fields in which `asked` differs from the registered `have`, e.g. "on_error fail (this

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "prep/scratch.h"
+
 namespace joader {
 
 using Clock = std::chrono::steady_clock;
@@ -51,13 +53,17 @@ void Engine::notify(const Wakeups& w) {
 v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std::function<void(size_t)>& progress,
                                     Caller caller) {
   check_add_request(req);
+  ItemAllowance items;  // checked again when the dataset is registered
   {
     Lock lk(*this);
     state_.check_new(req, caller);
+    items = state_.item_allowance(caller);
   }
-  // Indexing and probing: outside the lock, abandoned when the daemon stops.
+  // Indexing and probing: outside the lock, abandoned when the daemon stops or the source lists
+  // more items than the caller may index.
   const auto indexing = [&](size_t n) {
     if (stopping()) throw EngineError(EngineError::kUnavailable, "server shutting down");
+    if (n > items.room()) throw too_many_items(caller.uid, items, items.room(), true);
     if (progress) progress(n);
   };
   auto ds = std::make_unique<Dataset>();
@@ -220,6 +226,7 @@ void Engine::loader_loop() {
   for (;;) {
     std::optional<ServingState::LoadTask> task;
     while (!(task = state_.take_task()) && !state_.stopping()) {
+      release_if_large(prepared);  // idle: a very large item's bytes do not stay with the thread
       lk.flush();
       loader_cv_.wait(lk.native());
     }

@@ -703,6 +703,27 @@ TEST(EngineDatasets, RefusesRelativeSourcePathsWhichWouldBeReadInTheDaemonsDirec
   }
 }
 
+TEST(EngineDatasets, AMembersIndexingStopsAsSoonAsItsSourceListsMoreItemsThanItsAllowance) {
+  EngineOptions o = small_engine();
+  o.max_items_per_user = 1500;
+  Engine engine(o);
+  const Caller member{getuid() + 1001};
+  size_t indexed = 0;
+  try {
+    engine.add_dataset(synthetic("big", 100000), [&](size_t n) { indexed = n; }, member);
+    ADD_FAILURE() << "a source of 100000 items was accepted";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), EngineError::kResourceExhausted);
+    EXPECT_EQ(std::string(e.what()),
+              "uid " + std::to_string(member.uid) +
+                  "'s datasets hold 0 items and this source lists more than 1500: one user other than the daemon's "
+                  "owner and root may index at most 1500 items in all; remove a dataset first");
+  }
+  EXPECT_LE(indexed, 1500u);  // stopped at the first report past the allowance, not at the end
+  engine.add_dataset(synthetic("fits", 1500), {}, member);
+  engine.add_dataset(synthetic("the-owners", 100000), {});  // the daemon's own uid has no allowance
+}
+
 TEST(ArenaAllocator, RefusesABlockFreedTwiceInsteadOfHandingItOutTwice) {
   ArenaAllocator a(1024);
   const auto first = a.allocate(100), second = a.allocate(100);

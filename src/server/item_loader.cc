@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "prep/scratch.h"
+
 namespace joader {
 
 LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, std::vector<uint8_t>& raw,
@@ -21,6 +23,7 @@ LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, s
   } catch (const std::exception& e) {  // PrepError: a file that does not decode
     out.error = ds.item_error(item, e.what());
   }
+  release_if_large(raw);  // a very large file's bytes do not stay with the loader thread
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -153,6 +153,16 @@ void ServingState::check_new(const v1::AddDatasetRequest& req, Caller caller) co
   if (!registered(req)) check_room(caller);
 }
 
+ItemAllowance ServingState::item_allowance(Caller caller) const {
+  ItemAllowance out;
+  if (!is_member(caller)) return out;
+  out.limit = options_.max_items_per_user;
+  for (const auto& [name, ds] : datasets_) {
+    if (ds->owner == caller.uid) out.held += ds->source->size();
+  }
+  return out;
+}
+
 std::optional<v1::DatasetInfo> ServingState::existing(const v1::AddDatasetRequest& req,
                                                       const Dataset& indexed) const {
   const ServedDataset* existing = registered(req);
@@ -179,6 +189,9 @@ v1::DatasetInfo ServingState::add_dataset(const v1::AddDatasetRequest& req, std:
   last_ = "add_dataset";
   if (auto out = existing(req, *indexed)) return *out;  // added meanwhile
   check_room(caller);
+  if (const ItemAllowance items = item_allowance(caller); indexed->source->size() > items.room()) {
+    throw too_many_items(caller.uid, items, indexed->source->size(), false);
+  }
   if (indexed->item_bytes > store_->capacity()) {
     throw EngineError(EngineError::kResourceExhausted,
                       fmt::format("an item of dataset '{}' needs {} bytes, more than the whole cache ({} bytes): start "

@@ -53,6 +53,8 @@ struct ServingOptions {
   // Seeds every dataset's sampler (mixed with the dataset's index) for reproducible tests; unset:
   // a fresh random seed per dataset.
   std::optional<uint64_t> seed;
+  // The items one uid other than the daemon's owner and root may index in all its datasets.
+  uint64_t max_items_per_user = kMaxItemsPerUser;
   // check_invariants() checks (else returns at once), aborting on the first violation. O(jobs)
   // per check, and the Engine checks between any two transitions: on in debug and sanitizer
   // builds and in the tests.
@@ -90,11 +92,14 @@ class ServingState {
   // Throws kAlreadyExists if a dataset of that name has another spec, kResourceExhausted if there
   // is no room for one more; nothing if the same spec is registered (existing() answers then).
   void check_new(const v1::AddDatasetRequest& request, Caller caller = {}) const;
+  // The items `caller`'s datasets hold, and the most they may: options.max_items_per_user for a
+  // member (ownership.h's is_member), unbounded (UINT64_MAX) for the daemon's owner and root.
+  ItemAllowance item_allowance(Caller caller) const;
   // The registered dataset of that name and spec as an identical re-add answers it (existed set),
   // if there is one: kFailedPrecondition when `indexed`'s item list is not the registered one's.
   std::optional<v1::DatasetInfo> existing(const v1::AddDatasetRequest& request, const Dataset& indexed) const;
   // Registers the indexed dataset (or answers as existing() when one was registered meanwhile).
-  // kResourceExhausted when one of its items is larger than the cache.
+  // kResourceExhausted when one of its items is larger than the cache, or at the caller's limits.
   // `caller` owns it (server/ownership.h).
   v1::DatasetInfo add_dataset(const v1::AddDatasetRequest& request, std::unique_ptr<Dataset> indexed,
                               Caller caller = {});

@@ -496,5 +496,19 @@ TEST(ServingState, OneUserOtherThanTheOwnerCannotTakeEveryDatasetSlot) {
   add(state, synthetic("the-owners", 4), daemon);
 }
 
+TEST(ServingState, OneUserOtherThanTheOwnerIndexesAtMostItsAllowanceOfItemsInAll) {
+  const Caller daemon{getuid()}, alice{daemon.uid + 1001}, bob{daemon.uid + 1002};
+  ServingOptions o = options();
+  o.max_items_per_user = 10;
+  ServingState state(o);
+  add(state, synthetic("six", 6), alice);
+  EXPECT_EQ(code_of([&] { add(state, synthetic("five", 5), alice); }), EngineError::kResourceExhausted);
+  add(state, synthetic("four", 4), alice);
+  add(state, synthetic("bobs", 10), bob);  // each member has its own
+  add(state, synthetic("the-owners", 100), daemon);
+  state.remove_dataset("six", alice);  // what a removed dataset held is free again
+  add(state, synthetic("five", 5), alice);
+}
+
 }  // namespace
 }  // namespace joader

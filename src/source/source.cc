@@ -44,7 +44,7 @@ std::unique_ptr<Source> open_source(const std::string& spec, const std::function
   if (kind == "imagefolder") return source_detail::open_imagefolder(spec, arg, progress, data_root);
   if (kind == "filelist") return source_detail::open_filelist(spec, arg, progress, data_root);
   if (kind == "lmdb") return source_detail::open_lmdb(spec, arg, progress, data_root);
-  if (kind == "synthetic") return source_detail::open_synthetic(spec, arg);
+  if (kind == "synthetic") return source_detail::open_synthetic(spec, arg, progress);
   if (kind == "tar") return source_detail::open_tar(spec, arg, progress, data_root);
   throw SourceError("unknown source kind '" + kind + "' in '" + spec +
                     "' (expected imagefolder, filelist, lmdb, tar or synthetic)");

@@ -16,7 +16,7 @@
 //                     indexed once with libarchive into (shard, offset, size), read by offset.
 //                     Damaged headers, truncated members and compressed shards are errors naming
 //                     the shard and the member.
-//   synthetic:N[:WxH] N (at most 2^24) generated JPEGs, W and H at most 8192 (default 256x256, quality 90), label id % 10, classes
+//   synthetic:N[:WxH] N (at most 2^20) generated JPEGs, W and H at most 8192 (default 256x256, quality 90), label id % 10, classes
 //                     "class0".."class9"; image id is synthetic_jpeg(id, W, H), made on each read.
 #pragma once
 
@@ -104,7 +104,7 @@ std::string fingerprint(const Source& source);
 // imagefolder without class folders or with a class without images (torchvision refuses both),
 // a malformed filelist line ("filelist:/f line 3: expected 'path<TAB>label'"), a missing file in a
 // filelist, an unreadable LMDB or a record shorter than its label, a bad synthetic spec (more than
-// 2^24 items), a directory inside an imagefolder that cannot be listed (os.walk would skip it
+// 2^20 items), a directory inside an imagefolder that cannot be listed (os.walk would skip it
 // silently and its images would be missing from the epoch).
 //
 // data_root, if not empty, is a resolved absolute directory (realpath) that every file must lie in

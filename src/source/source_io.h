@@ -223,6 +223,7 @@ std::unique_ptr<Source> open_lmdb(const std::string& spec, const std::string& pa
                                   const std::function<void(size_t)>& progress, const std::string& data_root);
 std::unique_ptr<Source> open_tar(const std::string& spec, const std::string& pattern,
                                  const std::function<void(size_t)>& progress, const std::string& data_root);
-std::unique_ptr<Source> open_synthetic(const std::string& spec, std::string_view arg);
+std::unique_ptr<Source> open_synthetic(const std::string& spec, std::string_view arg,
+                                       const std::function<void(size_t)>& progress);
 
 }  // namespace joader::source_detail

@@ -464,11 +464,11 @@ TEST(SyntheticSource, DefaultsTo256SquareImagesOfPhotoLikeSize) {
 TEST(SyntheticSource, RejectsBadSpecs) {
   for (const std::string spec :
        {"synthetic:", "synthetic:0", "synthetic:abc", "synthetic:-1", "synthetic:10:64",
-        "synthetic:10:0x5", "synthetic:10:64x48x2", "synthetic:10:70000x5", "synthetic:10:8193x8", "synthetic:16777217",
+        "synthetic:10:0x5", "synthetic:10:64x48x2", "synthetic:10:70000x5", "synthetic:10:8193x8", "synthetic:1048577",
         "synthetic:4000000000"})
     EXPECT_EQ(source_error(spec),
               "bad synthetic spec '" + spec +
-                  "': expected synthetic:COUNT[:WxH], COUNT in 1..16777216, W and H in 1..8192");
+                  "': expected synthetic:COUNT[:WxH], COUNT in 1..1048576, W and H in 1..8192");
 }
 
 TEST(OpenSource, RejectsUnknownKinds) {
