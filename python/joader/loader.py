@@ -13,6 +13,7 @@ from .augment import Plan, fresh_seed, plan as augment_plan
 from ._native import JoaderError
 from .client import (ABORTED, FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, Client, error, integer,
                      keep_forever)
+from . import state as job_state
 from .pool import PythonStage, to_batch
 
 MAX_ITEMS = 2**32  # item ids are 32-bit in the daemon
@@ -59,23 +60,12 @@ def subset_ids(client, dataset, indices):
     return array.astype(np.int64)
 
 
-def dataset_identity(info):
-    """What a job's state_dict() records of its dataset (info: Client.dataset()'s dict): the
-    fingerprint of its item list (paths, labels and sizes; see docs/PYTHON.md) and its item count."""
-    return {"fingerprint": info["fingerprint"], "dataset_items": info["items"]}
-
-
-def check_resumable(state, identity, dataset, what):
-    """Refuses a state saved against another item list than the dataset's now (ValueError): the
-    consumed ids would name other files. States without a fingerprint (older ones) pass."""
-    saved = state.get("fingerprint")
-    if saved is not None and saved != identity["fingerprint"]:
-        then = state.get("dataset_items")
-        raise ValueError(
-            f"state= was saved when dataset '{dataset}' listed {then if then is not None else 'other'} items "
-            f"(fingerprint {saved}); it now lists {identity['dataset_items']} (fingerprint {identity['fingerprint']}): "
-            f"its files changed, so the item ids the state holds would name other files. Resume on the unchanged "
-            f"files, or make a new {what} without state= to start over")
+def augment_refusal(plan, info, dataset):
+    """Why `plan` (joader.augment's) cannot run on the dataset Client.dataset() described as
+    `info`, or None: a Python part needs decoded images."""
+    if plan.python and info["raw"]:
+        return f"augment needs a decoded dataset, and '{dataset}' stores raw bytes"
+    return None
 
 
 def reconnect_seconds(reconnect):
@@ -118,11 +108,18 @@ class Loader:
     nothing consumed is repeated, nothing unconsumed is lost. shuffle=False: each epoch in the
     order of `indices` (of the dataset's items without them), as torch's SequentialSampler; the
     job still shares the daemon's cache with the others, whose orders stay uniformly random.
+
+    The arguments that start with _ are joader.torch.DataLoader's, which makes one Loader per job
+    (or per epoch of a data-parallel rank) over its own pool of workers: _stage, that pool;
+    _to_float, float32 batches (() for x / 255, (mean, std) to normalise too, converted in the pass
+    that writes the batch; None: uint8); _erase, its pipeline's RandomErasing, applied in the same
+    pass (augment._tensor_tail); _depth, batches the Python stage works on ahead of the one yielded.
     """
 
     def __init__(self, dataset, name=None, indices=None, batch_size=1, epochs=1, client=None, state=None,
                  drop_last=False, prefetch=4, augment=None, augment_seed=None, augment_threads=2, layout="NHWC",
-                 reconnect=True, num_workers=None, worker_init_fn=None, shuffle=True, _stage=None):
+                 reconnect=True, num_workers=None, worker_init_fn=None, shuffle=True, _stage=None, _to_float=None,
+                 _erase=None, _depth=2):
         self.batch_size = integer("batch_size", batch_size, 1)
         self.shuffle = bool(shuffle)
         self.reconnect = reconnect_seconds(reconnect)
@@ -137,48 +134,49 @@ class Loader:
         self.drop_last = bool(drop_last)
         self.indices = None if indices is None else subset_ids(self.client, dataset, indices)
         info = self.client.dataset(dataset)
-        self._identity = dataset_identity(info)
-        self._size = len(self.indices) if self.indices is not None else self._identity["dataset_items"]
+        self._identity = job_state.identity(info)
+        self._size = len(self.indices) if self.indices is not None else self._identity[job_state.DATASET_ITEMS]
         plan = augment if isinstance(augment, Plan) else augment_plan(augment, tensors=False)
         self._augment = plan.native
+        self._augmenting = plan.augmenting
         self.augment_threads = integer("augment_threads", augment_threads, 1)
         # The Python part of the pipeline: a pool of worker processes (joader.torch.DataLoader
         # passes its own, kept across its per-epoch loaders), batches in flight in self._pending.
         self._stage, self._own_stage = _stage, False
-        if plan.python and info["raw"]:
-            raise error(INVALID_ARGUMENT, f"augment needs a decoded dataset, and '{dataset}' stores raw bytes")
+        refusal = augment_refusal(plan, info, dataset)
+        if refusal:
+            raise error(INVALID_ARGUMENT, refusal)
         if plan.python and _stage is None:
             workers = self.augment_threads if num_workers is None else integer("num_workers", num_workers, 0)
             self._stage, self._own_stage = PythonStage(plan.python, workers, worker_init_fn), True
         self._pending = collections.deque()  # (epoch, last, ids, labels, ticket) fetched, not yet yielded
         self._fetched_all = False
-        self._depth = 2  # batches the Python stage works on ahead of the one yielded
-        if augment_seed is None and state is not None and state.get("augment_seed") is not None:
-            augment_seed = state["augment_seed"]  # a resumed job gets the crops it would have got
+        self._depth = _depth
+        self._to_float, self._erase = _to_float, _erase
+        augment_seed = job_state.augment_seed(augment_seed, state)  # a resumed job gets the crops it would have got
         self.augment_seed = None if not plan.augmenting else (
             fresh_seed() if augment_seed is None else integer("augment_seed", augment_seed, 0, 2**64 - 1))
+        self._epoch, self._consumed = 0, []
         if state is not None:
-            if state.get("dataset") not in (None, dataset):
-                raise ValueError(f"state is for dataset '{state['dataset']}', not '{dataset}'")
-            check_resumable(state, self._identity, dataset, "Loader")
-            self._epoch = int(state["epoch"])
-            self._consumed = [int(i) for i in state["consumed"]]
-        else:
-            self._epoch, self._consumed = 0, []
+            self._epoch, self._consumed = job_state.position(state, dataset, self._identity, "Loader")
         self._job = None
         self._pid = os.getpid()  # the process whose loader this is (see _check_process)
         self._waited = 0.0  # by jobs of this loader that are closed
         self._skipped = set()
-        # joader.torch.DataLoader's float32 batches: () for x / 255, (mean, std) to normalise too;
-        # converted in the pass that writes the batch (None: uint8); and its tail's RandomErasing,
-        # applied in the same pass (augment._tensor_tail).
-        self._to_float = None
-        self._erase = None
-
 
     def __len__(self):
         """Batches per epoch."""
         return self._size // self.batch_size if self.drop_last else math.ceil(self._size / self.batch_size)
+
+    @property
+    def items_per_epoch(self):
+        """The job's subset size: the items of one epoch (before drop_last drops a short batch)."""
+        return self._size
+
+    @property
+    def epoch(self):
+        """The epoch the next batch belongs to (0-based): after a pass over a whole epoch, the next."""
+        return self._epoch
 
     def _open(self):
         resume = self._epoch > 0 or bool(self._consumed)
@@ -276,6 +274,15 @@ class Loader:
             self._fetched_all = False
             self._abandon_job()
 
+    def _abandon_pass(self):
+        """Drops the batches in flight in the Python stage (their items were not consumed) and
+        closes the job: the next fetch re-opens it from this loader's state."""
+        if self._pending:
+            self._pending.clear()
+            self._stage.reset()
+        self._fetched_all = False
+        self._abandon_job()
+
     def __iter__(self):
         return self.batches()
 
@@ -307,16 +314,12 @@ class Loader:
         else:
             print(f"joader: {lost}; re-opening the job from what it consumed (nothing is repeated or lost)",
                   file=sys.stderr, flush=True)
-        if self._pending:
-            self._pending.clear()
-            self._stage.reset()
-        self._fetched_all = False
-        self._abandon_job()
+        self._abandon_pass()
         deadline = time.monotonic() + self.reconnect
         while True:
             try:
                 client = Client(socket, start=self.client.start)  # a new connection: no backoff of the old one
-                identity = dataset_identity(client.dataset(self.dataset))
+                identity = job_state.identity(client.dataset(self.dataset))
                 break
             except JoaderError as e:
                 if e.code == NOT_FOUND:
@@ -329,8 +332,7 @@ class Loader:
                     raise error(UNAVAILABLE, f"job {self.name}: the daemon at {socket} did not come back within "
                                              f"{self.reconnect:.0f} s ({lost})") from e
                 time.sleep(0.2)
-        state = {"fingerprint": self._identity["fingerprint"], "dataset_items": self._identity["dataset_items"]}
-        check_resumable(state, identity, self.dataset, "Loader")  # re-indexed over changed files: refused
+        job_state.check_resumable(self._identity, identity, self.dataset, "Loader")  # re-indexed over changed files: refused
         self.client = client
         self._open()
         print(f"joader: job {self.name}: reconnected; continuing epoch {self._epoch} with "
@@ -339,13 +341,26 @@ class Loader:
     def state_dict(self):
         """What this job has consumed: {"dataset", "epoch", "consumed"} (the items of the current
         epoch already yielded), "fingerprint" and "dataset_items" (the dataset's item list, so that a
-        resume on changed files is refused), and "augment_seed" for an augmenting job. Pass it back
-        as Loader(..., state=...) to resume: the remaining items get the crops they would have got."""
-        state = {"dataset": self.dataset, "epoch": self._epoch, "consumed": list(self._consumed),
-                 **self._identity}
-        if self.augment_seed is not None:
-            state["augment_seed"] = self.augment_seed
-        return state
+        resume on changed files is refused), and "augment_seed" for an augmenting job (joader.state).
+        Pass it back as Loader(..., state=...) or to load_state_dict() to resume: the remaining items
+        get the crops they would have got."""
+        return job_state.make(self.dataset, self._epoch, self._consumed, self._identity, self.augment_seed)
+
+    def load_state_dict(self, state):
+        """Restores this loader in place to `state` (a state_dict() of this job, even from another
+        process), as Loader(..., state=state) would have made it: the next pass continues that
+        epoch with exactly the items not consumed yet, with the state's augment_seed. A pass in
+        progress is abandoned: its job ends, the batches in flight are dropped, and the pass goes
+        on from `state`. Checked as state= is (ValueError, TypeError), changing nothing when refused."""
+        epoch, consumed = job_state.position(state, self.dataset, self._identity, "Loader")
+        seed = state.get(job_state.AUGMENT_SEED)
+        if self._augmenting and seed is not None:
+            seed = integer("augment_seed", seed, 0, 2**64 - 1)
+        self._check_process()
+        self._abandon_pass()
+        self._epoch, self._consumed = epoch, consumed
+        if self._augmenting and seed is not None:
+            self.augment_seed = seed
 
     @property
     def skipped(self):
@@ -364,6 +379,8 @@ class Loader:
     def close(self):
         """Ends the job in the daemon now, and its Python workers (also when the loader is
         garbage-collected)."""
+        if self._pending and not self._own_stage and not self._inherited():
+            self._stage.reset()  # a shared pool: their answers must not reach its next loader's batches
         self._pending.clear()
         self._fetched_all = False
         if self._own_stage and not self._inherited():

@@ -20,7 +20,8 @@ from torch.utils.data import default_collate
 from .augment import derived_seed, fresh_seed, plan as augment_plan
 from .client import Client, integer
 from . import datasets
-from .loader import Loader, check_resumable, dataset_identity, exhausted, item_ids, reconnect_seconds, subset_ids
+from .loader import Loader, augment_refusal, exhausted, item_ids, reconnect_seconds, subset_ids
+from . import state as job_state
 from .pool import PythonStage
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -240,8 +241,7 @@ class DataLoader:
         self._stage = None
         if plan.python:
             self._stage = PythonStage(plan.python, self.num_workers, worker_init_fn, multiprocessing_context)
-        if augment_seed is None and state is not None:
-            augment_seed = state.get("augment_seed")
+        augment_seed = job_state.augment_seed(augment_seed, state)
         self.augment_seed = None
         augmenting = plan.augmenting
         if augmenting:
@@ -253,41 +253,46 @@ class DataLoader:
         self._name = dataset  # the daemon's name of the dataset
         self._subset = None if indices is None else subset_ids(self.client, dataset, indices)
         info = self.client.dataset(dataset)
-        if plan.python and info["raw"]:
-            raise ValueError(f"augment needs a decoded dataset, and '{dataset}' stores raw bytes")
+        refusal = augment_refusal(plan, info, dataset)
+        if refusal:
+            raise ValueError(refusal)
         if not plan.resizing and not info["raw"] and info["height"] == 0:
             raise ValueError(f"dataset '{dataset}' stores images at their own size: give augment= (e.g. "
                              "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip()]), or "
                              "T.Compose([T.Resize(256), T.CenterCrop(224)]) to evaluate) so that batches have "
                              "one size")
-        self._identity = dataset_identity(info)
-        if state is not None:
-            check_resumable(state, self._identity, dataset, "DataLoader")
-        self._state = state
+        self._identity = job_state.identity(info)
         self._loader = None
         self._waited = 0.0  # by the per-epoch loaders of a data-parallel job that are closed
         self._skipped = set()  # by those loaders
-        self._epoch = int(state["epoch"]) if state else 0
+        self._restore(state)
+
+    def _restore(self, state):
+        """Starts over from `state` (None: the job's beginning), checked first: the next pass
+        continues the state's epoch with exactly the items not consumed yet."""
+        self._epoch = 0 if state is None else job_state.position(state, self._name, self._identity, "DataLoader")[0]
+        if self._loader is not None:
+            self._loader.close()
+            self._loader = None
+        self._state = state
         if self.world_size == 1:
-            self._loader = self._make_loader(self._subset, epochs, state)
+            self._loader = self._make_loader(self._subset, self.epochs, state)
 
     def _make_loader(self, indices, epochs, state, augment_seed=None):
         loader = Loader(self._name, name=self.name, indices=indices, batch_size=self.batch_size, epochs=epochs,
                       client=self.client, state=state, drop_last=self.drop_last, prefetch=self.prefetch,
                       augment=self._augment, augment_seed=augment_seed if augment_seed is not None else self.augment_seed,
                       augment_threads=self.augment_threads, layout=self.layout, reconnect=self.reconnect,
-                      shuffle=self.shuffle, _stage=self._stage)
-        loader._to_float = self._to_float
-        loader._erase = self._erase
-        loader._depth = self._depth
+                      shuffle=self.shuffle, _stage=self._stage, _to_float=self._to_float, _erase=self._erase,
+                      _depth=self._depth)
         return loader
 
     def _subset_size(self):
         if self._subset is not None:
             return len(self._subset)
         if self._loader is not None:
-            return self._loader._size
-        return self._identity["dataset_items"]
+            return self._loader.items_per_epoch
+        return self._identity[job_state.DATASET_ITEMS]
 
     def _rank_part(self, epoch):
         n = self._subset_size()
@@ -335,8 +340,8 @@ class DataLoader:
             # one-epoch job; a resumed epoch skips what was consumed.
             part = self._rank_part(self._epoch)
             state = None
-            if self._state is not None and int(self._state["epoch"]) == self._epoch:
-                state = {"dataset": self._name, "epoch": 0, "consumed": self._state["consumed"]}
+            if self._state is not None and int(self._state[job_state.EPOCH]) == self._epoch:
+                state = job_state.make(self._name, 0, self._state[job_state.CONSUMED], self._identity)
             # Each epoch is a one-epoch job (the daemon counts it as epoch 0): the crops' seed is
             # derived from the job's seed, this rank and the real epoch, so ranks and epochs differ.
             seed = None if self.augment_seed is None else derived_seed(self.augment_seed, self.rank, self._epoch)
@@ -352,22 +357,34 @@ class DataLoader:
             self._loader, self._state = None, None
             self._epoch += 1
         else:
-            self._epoch = self._loader._epoch
+            self._epoch = self._loader.epoch
 
     def state_dict(self):
-        """{"dataset", "epoch", "consumed", "fingerprint", "dataset_items"} (and "augment_seed"):
-        pass back as DataLoader(..., state=...) to resume (refused if the dataset's files changed)."""
-        extra = dict(self._identity)
-        if self.augment_seed is not None:
-            extra["augment_seed"] = self.augment_seed
-        if self._loader is None:
-            return {"dataset": self._name, "epoch": self._epoch, "consumed": [], **extra}
-        sd = self._loader.state_dict()
-        if self.world_size > 1:
-            if sd["epoch"] > 0:  # this rank's part of the epoch is done
-                return {"dataset": self._name, "epoch": self._epoch + 1, "consumed": [], **extra}
-            sd = dict(sd, epoch=self._epoch)
-        return {**sd, **extra}
+        """{"dataset", "epoch", "consumed", "fingerprint", "dataset_items"} (and "augment_seed";
+        joader.state): pass back as DataLoader(..., state=...) or to load_state_dict() to resume
+        (refused if the dataset's files changed)."""
+        epoch, consumed = self._epoch, []
+        if self._loader is not None:
+            loader = self._loader.state_dict()
+            if self.world_size == 1:
+                epoch, consumed = loader[job_state.EPOCH], loader[job_state.CONSUMED]
+            elif loader[job_state.EPOCH] > 0:  # this rank's part of the epoch is done
+                epoch = self._epoch + 1
+            else:
+                consumed = loader[job_state.CONSUMED]
+        return job_state.make(self._name, epoch, consumed, self._identity, self.augment_seed)
+
+    def load_state_dict(self, state):
+        """Restores this loader in place to `state` (a state_dict() of this job, even from another
+        process), as DataLoader(..., state=state) would have made it, for checkpointers that restore
+        objects in place (torchdata's Stateful protocol): the next pass continues that epoch with
+        exactly the items not consumed yet, with the state's augment_seed. A pass in progress is
+        abandoned. Checked as state= is (ValueError, TypeError), changing nothing when refused."""
+        job_state.position(state, self._name, self._identity, "DataLoader")
+        seed = state.get(job_state.AUGMENT_SEED)
+        if self.augment_seed is not None and seed is not None:
+            self.augment_seed = integer("augment_seed", seed, 0, 2**64 - 1)
+        self._restore(state)
 
     @property
     def skipped(self):

@@ -413,3 +413,66 @@ def test_a_loaders_client_that_loses_its_daemon_while_setting_up_starts_one_agai
     run = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir), capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0 and run.stdout.split() == ["True", "True"], run.stderr
+
+
+# ---- load_state_dict: restoring in place, as checkpointers expect ----
+
+class Posterize:
+    """A user's own transform: runs in the Python pool's workers."""
+
+    def __call__(self, img):
+        return img.point(lambda v: v & 0xF0)
+
+
+def test_load_state_dict_restores_a_dataloader_in_place_as_state_does_also_with_batches_in_flight(client, photos):
+    recipe = T.Compose([T.RandomResizedCrop(24), Posterize(), T.ToTensor()])
+    ds = datasets.ImageFolder(photos, transform=recipe)
+    loader = joader.torch.DataLoader(ds, batch_size=2, client=client, with_indices=True, num_workers=1,
+                                     augment_seed=11)
+    it = iter(loader)
+    first = [next(it)]
+    state = loader.state_dict()
+    next(it), next(it)  # consumed after the state, and more batches in the workers' hands
+    loader.load_state_dict(state)
+    restored = list(loader)  # a new pass: the rest of the state's epoch
+    fresh = joader.torch.DataLoader(ds, batch_size=2, client=client, with_indices=True, num_workers=1, state=state)
+    expected = list(fresh)
+    fresh.close()
+    ids = [int(i) for _, _, batch in first + restored for i in batch]
+    assert ids == list(range(len(ds)))  # torch's order for a dataset object: exactly once each, in order
+    assert [b[2].tolist() for b in restored] == [b[2].tolist() for b in expected]
+    for (x, _, _), (want, _, _) in zip(restored, expected):
+        assert torch.equal(x, want)  # the same crops: the state's augment_seed
+    assert len(list(loader)) == len(loader)  # and the next epoch is whole
+    loader.close()
+
+
+def test_load_state_dict_refuses_what_is_not_this_jobs_state_and_changes_nothing(client, photos):
+    ds = datasets.ImageFolder(photos, transform=EVAL)
+    loader = joader.torch.DataLoader(ds, batch_size=5, client=client, with_indices=True)
+    it = iter(loader)
+    first = next(it)[2].tolist()
+    with pytest.raises(ValueError, match="has no 'consumed'"):
+        loader.load_state_dict({"epoch": 0})
+    with pytest.raises(TypeError, match="must be the dict a DataLoader's state_dict"):
+        loader.load_state_dict([0, []])
+    with pytest.raises(ValueError, match="is for dataset 'another'"):
+        loader.load_state_dict(dict(loader.state_dict(), dataset="another"))
+    with pytest.raises(ValueError, match="files changed"):
+        loader.load_state_dict(dict(loader.state_dict(), fingerprint="0123456789abcdef"))
+    rest = [int(i) for _, _, ids in it for i in ids]  # the pass goes on as if nothing was asked
+    assert first + rest == list(range(len(ds)))
+    loader.close()
+
+
+def test_a_rank_that_breaks_out_of_an_epoch_and_sets_the_next_gets_it_whole_with_batches_in_flight(client, photos):
+    # The abandoned epoch's batches still in the Python workers' hands must not reach the next one's.
+    ds = datasets.ImageFolder(photos, transform=T.Compose([T.Resize(40), T.CenterCrop(32), Posterize(), T.ToTensor()]))
+    sampler = DistributedSampler(ds, num_replicas=2, rank=1, seed=5)
+    loader = joader.torch.DataLoader(ds, batch_size=2, sampler=sampler, client=client, with_indices=True,
+                                     num_workers=1)
+    for _ in loader:
+        break
+    sampler.set_epoch(1)
+    assert sorted(int(i) for _, _, ids in loader for i in ids) == sorted(iter(sampler))  # its part, in Joader's order
+    loader.close()

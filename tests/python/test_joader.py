@@ -459,6 +459,30 @@ def test_drop_last_still_ends_every_epoch_for_passes_and_resume(client):
     assert not set(rest[0].indices.tolist()) & set(state["consumed"])
 
 
+def test_load_state_dict_restores_a_loader_in_place_even_in_the_middle_of_a_pass(client):
+    client.add_dataset("twenty", source="synthetic:20:16x16", crop=8)
+    loader = joader.Loader("twenty", batch_size=3, epochs=2, client=client)
+    it = iter(loader)
+    first = [next(it) for _ in range(2)]
+    state = loader.state_dict()
+    beyond = [next(it) for _ in range(2)]  # consumed after the state: given again once it is restored
+    loader.load_state_dict(state)
+    assert loader.epoch == 0 and loader.state_dict()["consumed"] == state["consumed"]
+    rest = list(it)  # the pass in progress goes on from the state
+    epoch0 = [i for b in first + rest if b.epoch == 0 for i in b.indices.tolist()]
+    epoch1 = [i for b in rest if b.epoch == 1 for i in b.indices.tolist()]
+    assert sorted(epoch0) == list(range(20)) and sorted(epoch1) == list(range(20))
+    assert set(i for b in beyond for i in b.indices.tolist()) <= set(epoch0[6:])
+    assert loader.epoch == 2
+    with pytest.raises(ValueError, match="is for dataset 'other'"):
+        loader.load_state_dict(dict(state, dataset="other"))
+    with pytest.raises(ValueError, match="epoch must be an integer >= 0"):
+        loader.load_state_dict(dict(state, epoch=-1))
+    loader.load_state_dict(dict(state, epoch=1, consumed=[]))  # a loader that had ended starts again
+    assert sorted(i for b in loader for i in b.indices.tolist()) == list(range(20))
+    loader.close()
+
+
 def test_an_epoch_whose_last_items_are_all_skipped_still_ends(client, workdir):
     corpus = os.path.join(workdir, "corpus")
     subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "data", "make_corpus.py"), corpus],
