@@ -8,7 +8,8 @@ namespace joader {
 
 // GCC vectorises the stride-3 loads of both loops below into byte shuffles from SSSE3 on, so each
 // needs JOADER_CLONES on its own definition: the attribute applies to the one function after it
-// (without it, hwc_to_chw is scalar and 4.5× slower).
+// (without it, hwc_to_chw is scalar and several times slower: docs/BENCHMARKS.md, "The gather
+// vectorised again").
 JOADER_CLONES
 void to_float(const uint8_t* __restrict src, size_t pixels, bool chw, const float* mean, const float* std,
               float* __restrict dst, size_t plane) {

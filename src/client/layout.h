@@ -11,8 +11,9 @@ namespace joader {
 // Copies `pixels` RGB pixels stored interleaved (HWC, as the daemon stores them) into three planes
 // (CHW, as PyTorch's NCHW wants them): dst[c * pixels + i] = src[3 * i + c]. One pass over the
 // bytes; the batch gather of the Python binding writes NCHW with it instead of copying HWC and
-// then permuting. Vectorised only in its AVX2 / SSE4.1 clones (JOADER_CLONES on its definition):
-// 10 µs per 224×224 image gathered into a 9.6 MB batch, 46 µs without (prep_bench's BM_Gather224).
+// then permuting. Vectorised only in its AVX2 / SSE4.1 clones (JOADER_CLONES on its definition); the
+// scalar loop is several times slower (prep_bench's BM_Gather224; docs/BENCHMARKS.md, "The gather
+// vectorised again").
 void hwc_to_chw(const uint8_t* src, size_t pixels, uint8_t* dst);
 // The same with the planes `plane` bytes apart (plane >= pixels): dst[c * plane + i]. For one row
 // of an image: dst at the row's place in the first plane, plane the image's pixel count.

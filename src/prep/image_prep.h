@@ -124,8 +124,8 @@ struct ImageView {
 };
 // Two ways to run the horizontal pass, with the same bytes: row by row (PIL's way, kept as the
 // reference the tests compare with), or on the transposed window in bands of rows, where it is the
-// same vectorised weighted sum as the vertical pass. Measured on 500×375 JPEGs (bench/prep_bench.cc,
-// Resize(256) + CenterCrop(224) of a decoded image): 0.47 ms by rows, 0.20 ms by columns.
+// same vectorised weighted sum as the vertical pass, and faster (bench/prep_bench.cc measures both;
+// docs/BENCHMARKS.md, "The resampler").
 enum class HorizontalPass { kByRows, kByColumns };
 void resize_window(const ImageView& img, const PrepGeometry& g, int64_t crop_w, int64_t crop_h,
                    std::vector<uint8_t>& out, HorizontalPass pass = HorizontalPass::kByColumns);
@@ -159,10 +159,10 @@ PixelRect window_source(uint32_t width, uint32_t height, const PrepGeometry& g, 
 // filter (what torchvision's Resize does to PIL images), reproduced in its fixed-point arithmetic
 // and computed only for the crop window: the bytes equal torchvision's ImageFolder + Resize +
 // CenterCrop + PILToTensor pipeline (tests/python checks it). A JPEG is decoded only as far as
-// window_source() needs (decode_jpeg_region: the same bytes, 7–9 % less prep time for Resize(256) +
-// CenterCrop(224) of 300–800 px JPEGs); anything that path declines is decoded whole. Throws PrepError as
-// decode_image does, when the spec is invalid (crop = 0 in decode mode), or when the resized image
-// would exceed max_pixels (extreme aspect ratios).
+// window_source() needs (decode_jpeg_region: the same bytes for less decoding work; docs/BENCHMARKS.md,
+// "Targets, limits and where the time goes"); anything that path declines is decoded whole. Throws
+// PrepError as decode_image does, when the spec is invalid (crop = 0 in decode mode), or when the
+// resized image would exceed max_pixels (extreme aspect ratios).
 // Own-size mode: decode_image, then the resize when spec.resize is set, stored whole as HWC RGB.
 // Returns the stored image's size (crop×crop in crop mode, {0, 0} for raw).
 ImageSize prepare(const PrepSpec& spec, std::span<const uint8_t> encoded, std::vector<uint8_t>& out);

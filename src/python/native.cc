@@ -379,8 +379,8 @@ class PyJob {
  private:
   // For a pipeline that starts with RandomResizedCrop: the rows of `box` (which the crop reads, and
   // nothing else) copied with pread into a buffer of this thread where the process copies the item's
-  // pages (ArenaReads: ~3x less than the whole 500×375 image on average, and no trap), `box` then
-  // counted from the copy's first row; else `img`, read in place. The same pixels either way.
+  // pages (ArenaReads: fewer bytes than the whole image, and no trap), `box` then counted from the
+  // copy's first row; else `img`, read in place. The same pixels either way.
   ImageView crop_rows(const ImageView& img, CropBox& box) {
     if (box.top < 0 || box.height <= 0 || box.top + box.height > int64_t{img.height}) return img;  // box_of refuses it
     const uint8_t* first = img.rgb + static_cast<uint64_t>(box.top) * img.stride;
@@ -454,7 +454,8 @@ class PyJob {
   // nobody holds any more (the training loop dropped its tensors: a NumPy array's memory is
   // referenced only through it, and torch.from_numpy holds it), else a new one. A new batch-sized
   // array is new memory each time (NumPy maps it afresh, zeroed, page by page, and hands it back
-  // when freed): about 2 % of four evaluation jobs' time here. Every byte is written over.
+  // when freed), whose page faults showed in the profile of four evaluation jobs (docs/BENCHMARKS.md,
+  // "Per-item copies and reused batch arrays"). Every byte is written over.
   py::array batch_array(const std::vector<py::ssize_t>& shape, bool floats) {
     const py::dtype type = floats ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
     const auto fits = [&](const py::array& a) {  // unreferenced, and as made (a loop may change flags)
