@@ -341,8 +341,9 @@ void Dispatcher::set_horizon(Job& j, uint64_t target) const {
   // falls sits out the rounds until it has consumed the difference: either way the other jobs'
   // queues are at their horizons, so those items are decided for one job alone and not shared.
   // When jobs wait for loads their acknowledgements come in bursts and the 0.2 s rate samples
-  // swing (in the ASan daemon, three jobs faster than two loaders: L/D 0.46-0.54 with horizons
-  // following every estimate, 0.39-0.40 following the slower one beyond a 25 % band; RefCnt 0.33).
+  // swing (in the ASan daemon, three jobs faster than two loaders: L/D far above RefCnt's with
+  // horizons following every estimate, much closer to it following the slower one beyond a 25 %
+  // band; docs/BENCHMARKS.md, "When the daemon is the bottleneck" and "The change").
   // So the horizon follows plan_rate: at once while that is still the mean of its first samples
   // (each moves it less than the one before), then only once off by more than plan_hysteresis.
   // A plan starting or ending, and a plan longer than the job's bound, take effect at once.
@@ -374,7 +375,8 @@ double Dispatcher::earning(const Job& j, double pace) const {
   // horizon is (every job's plan the same time long, so that items decided in one round are
   // consumed together), so a job short of its horizon earns the shortfall over plan_settle
   // seconds on top. Without this the queues wander between the catch-up floor and the horizon
-  // (measured: 65 vs 130 items for three equal jobs) and shared items are consumed 50 ms apart.
+  // and shared items are consumed far apart (measured for three equal jobs: docs/BENCHMARKS.md,
+  // "Design measurements quoted from the code").
   // Below full, so that it keeps joining rounds (a horizon below a batch: a window cut to none).
   if (j.horizon <= window_of(j) || j.horizon < j.config.batch) return pace;
   const uint64_t aim = j.horizon - j.config.batch;

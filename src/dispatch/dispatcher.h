@@ -72,14 +72,15 @@
 // shared loads finish, a few milliseconds apart; their credits, measured from those bursts, drift
 // out of phase. Rounds formed by whichever job had credit then left the others out (measured in
 // an ASan daemon beside two busy loops, three identical jobs: 657 rounds of one job, 954 of two,
-// 389 of three, nearly always for want of credit; L/D 0.40-0.44 against 0.333). A job whose next
-// batch waits on loads (set_waiting) is held back by the loads, not by its pace: it joins every
-// round of its group, credit or not (owing at most one item), and even with a full queue, by up
-// to one batch beyond its horizon; those items are plan items (ids only) and reserve nothing. It
-// never makes a round due by that: a full job only joins the rounds its peers form. A horizon is
-// never below its job's window (a shrunk window that grows back raises it), and a batch that a
-// job starts inside its window is reserved whatever lets it take the item: once, a horizon left at
-// a shrunk window's size let a waiting job start a batch that did not fit.
+// 389 of three, nearly always for want of credit, and L/D well above the 1/3 of full sharing;
+// docs/BENCHMARKS.md, "Closed (measured 2026-12-03): jobs waiting on loads join every round").
+// A job whose next batch waits on loads (set_waiting) is held back by the loads, not by its pace:
+// it joins every round of its group, credit or not (owing at most one item), and even with a full
+// queue, by up to one batch beyond its horizon; those items are plan items (ids only) and reserve
+// nothing. It never makes a round due by that: a full job only joins the rounds its peers form. A
+// horizon is never below its job's window (a shrunk window that grows back raises it), and a batch
+// that a job starts inside its window is reserved whatever lets it take the item: once, a horizon
+// left at a shrunk window's size let a waiting job start a batch that did not fit.
 //
 // Starting together. Jobs started together (a launcher's k jobs, DDP ranks, a sweep) register
 // a few milliseconds apart, and their first acknowledgements come as far apart. If each decided

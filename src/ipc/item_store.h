@@ -12,7 +12,8 @@
 // kMaxBlocksPerItem blocks while any other item can be evicted: when that many do not hold it, the
 // store evicts more in the policy's order, and splits an item further only when every other item
 // is pinned. Without the bound, a full arena shared by items of different sizes fragments without
-// end (measured in the soak: blocks per cached item 2.2 → 12 in 270 s, and rising).
+// end (the soak measured blocks per cached item rising all run: docs/BENCHMARKS.md, "What the heap
+// creep was: arena fragmentation").
 //
 // Not thread-safe: the owner serialises calls (the Engine holds its mutex).
 #pragma once

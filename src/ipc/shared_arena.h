@@ -34,8 +34,9 @@ class SharedArena {
 
   // Bytes of the arena this process has mapped in huge (2 MiB) pages: the ShmemPmdMapped of its
   // mapping in /proc/self/smaps (0 where that is unreadable). See "Huge pages" below. Read once
-  // the populate thread has mapped every page (reading smaps walks the whole mapping: ~30 ms for
-  // 8 GiB, too much for every status call), live until then.
+  // the populate thread has mapped every page (reading smaps walks the whole mapping, too slow for
+  // every status call on a large arena: docs/BENCHMARKS.md, "Design measurements quoted from the
+  // code"), live until then.
   uint64_t huge_page_bytes() const;
 
   // Whether the populate thread (below) has mapped and touched every page of the arena: until
@@ -50,18 +51,18 @@ class SharedArena {
  private:
   // Maps every page of the arena into the daemon's page table and then reads one byte of each, in
   // 32 MiB steps, on a thread of its own started by the constructor (so that start-up does not
-  // wait for it: 512 MiB take ~0.2 s to map, ~0.7 s more to touch on this project's VM, 8 GiB ~11 s).
-  // Otherwise the first write to each page of the arena faults, inside the first epoch: mapping
-  // them ahead made 4 identical jobs' first epoch 1.13× faster (bench/e2e b k=4, 3 pairs; the
-  // copy into the arena and the daemon's kernel time were 25 % of the CPU of that window). The
+  // wait for it: mapping and touching a large arena takes seconds). Otherwise the first write to
+  // each page of the arena faults, inside the first epoch: mapping them ahead made 4 identical
+  // jobs' first epoch faster (bench/e2e b k=4; docs/BENCHMARKS.md, "Mapping the arena ahead"). The
   // touch is for virtual machines whose hypervisor keeps its own copy of each process's page
-  // table and fills it on the first access to each page, mapped ahead or not: on this project's
-  // 2-vCPU VM that first write cost 5 µs per 4 KiB page (197 µs per 150 KB item against 7 µs once
-  // touched; bench/first_touch_bench.cc); on bare metal it costs a read of one line per page. The
+  // table and fills it on the first access to each page, mapped ahead or not: there that first
+  // write costs many times a write to a touched page (bench/first_touch_bench.cc;
+  // docs/BENCHMARKS.md, "First touches"; the populate thread's own times in "Design measurements
+  // quoted from the code"); on bare metal it costs a read of one line per page. The
   // clients' read-only views are not populated or touched: a new process pays that first access
-  // again on its own mapping (~3 µs per page here), ahead or not, so doing it at registration would
-  // only move the cost to the job's start, for every page of the arena rather than the ones it reads;
-  // where it is a trap, clients copy items with pread instead (ArenaReads, src/ipc/arena_reads.h).
+  // again on its own mapping, ahead or not, so doing it at registration would only move the cost
+  // to the job's start, for every page of the arena rather than the ones it reads; where it is a
+  // trap, clients copy items with pread instead (ArenaReads, src/ipc/arena_reads.h).
   void populate(const std::stop_token& stop);
 
   std::string name_;
@@ -72,15 +73,16 @@ class SharedArena {
   std::jthread populate_;
 };
 
-// Huge pages. Every item is written by the daemon and read by each job from memory
-// none of them touched before; in 4 KiB pages, inside a first epoch, the code touching the arena
-// ran 5-16x slower than alone, and with 2 MiB pages 4 identical jobs' first epoch was ~1.4x
-// faster (docs/BENCHMARKS.md, "Huge pages for the arena"). The arena is a POSIX shared-memory
-// object on /dev/shm, which gets huge pages only where that tmpfs is mounted with
-// huge=within_size or huge=always (or shmem_enabled is "force"): the machine owner's setting,
-// not the daemon's (docs/DAEMON.md, "Huge pages"). The daemon and every view also ask for them
-// (madvise MADV_HUGEPAGE) so that mappings take them whole where the kernel gives them; under
-// huge=advise that comes too late for the arena, reserved by posix_fallocate before it is mapped.
+// Huge pages. Every item is written by the daemon and read by each job from memory none of them
+// touched before; in 4 KiB pages, inside a first epoch, the code touching the arena ran several
+// times slower than alone, and with 2 MiB pages 4 identical jobs' first epoch was faster
+// (docs/BENCHMARKS.md, "Where the window's CPU goes, with the gather vectorised" and "Huge pages
+// for the arena"). The arena is a POSIX shared-memory object on /dev/shm, which gets huge pages
+// only where that tmpfs is mounted with huge=within_size or huge=always (or shmem_enabled is
+// "force"): the machine owner's setting, not the daemon's (docs/DAEMON.md, "Huge pages"). The
+// daemon and every view also ask for them (madvise MADV_HUGEPAGE) so that mappings take them whole
+// where the kernel gives them; under huge=advise that comes too late for the arena, reserved by
+// posix_fallocate before it is mapped.
 // What decides the arena's page size: "huge=never" (tmpfs's default), "huge=within_size", ... from
 // /dev/shm's mount options, "shmem_enabled=force" / "=deny" where that overrides them, or
 // "unknown" where /dev/shm is not found.
