@@ -11,7 +11,7 @@ PACKAGES := build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev lib
             libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
             pybind11-dev python3-dev python3-pytest python3-numpy python3-torch python3-torchvision \
             python3-matplotlib python3-scipy python3-prometheus-client clang libclang-rt-14-dev \
-            libcpp-httplib-dev libarchive-dev python3-yaml \
+            libcpp-httplib-dev libarchive-dev libxxhash-dev python3-yaml \
             python3-venv python3-pip python3-setuptools python3-wheel gdb
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -1,0 +1,528 @@
+#include "disk/prepared_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/mutex.h"
+
+namespace joader {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "records are written in the host's byte order");
+
+constexpr uint32_t kMagic = 0x3152444a;  // "JDR1"
+
+struct RecordHeader {
+  uint32_t magic = kMagic;
+  uint32_t item = 0;
+  uint32_t width = 0, height = 0;
+  uint64_t length = 0;
+  uint64_t payload_hash = 0;
+  uint64_t header_hash = 0;  // of the fields above
+
+  uint64_t hash_fields() const { return XXH3_64bits(this, offsetof(RecordHeader, header_hash)); }
+  bool intact() const { return magic == kMagic && header_hash == hash_fields(); }
+};
+static_assert(sizeof(RecordHeader) == 40);
+
+std::string errno_text() { return std::strerror(errno); }
+
+// A segment file, closed when the last reader or writer holding it lets go.
+struct Segment {
+  std::string path;
+  int fd = -1;
+  uint64_t size = 0;  // bytes of whole records (the end of the file, once cut)
+  ~Segment() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct Location {
+  std::shared_ptr<Segment> segment;
+  uint64_t offset = 0;  // of the record's header
+  uint64_t length = 0;
+  PreparedStore::Shape shape;
+};
+
+struct Space {
+  std::string dir;
+  std::string dataset, fingerprint, prep;  // its meta
+  std::vector<std::shared_ptr<Segment>> segments;  // the last one is appended to
+  std::unordered_map<uint32_t, Location> index;
+  std::unordered_set<uint32_t> queued;
+  uint32_t next_segment = 0;  // the number of the next segment file made (one past the highest seen)
+};
+
+struct Pending {
+  PreparedStore::Namespace ns;
+  uint32_t item;
+  PreparedStore::Shape shape;
+  std::vector<uint8_t> bytes;
+};
+
+std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
+
+bool is_hex_name(const std::string& name) {
+  return name.size() == 16 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void remove_tree(const std::string& dir) {
+  for (const std::string& name : list_dir(dir)) ::unlink((dir + "/" + name).c_str());
+  ::rmdir(dir.c_str());
+}
+
+// Writes all of `parts` at `offset`, going on after short writes. 0, or the errno of the write
+// that failed (a full disk's ENOSPC, EIO, a file size limit's EFBIG).
+int full_pwritev(int fd, iovec* parts, int count, uint64_t offset) {
+  while (count > 0) {
+    const ssize_t wrote = ::pwritev(fd, parts, count, static_cast<off_t>(offset));
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0) return errno;
+    if (wrote == 0) return EIO;
+    offset += uint64_t(wrote);
+    for (size_t left = size_t(wrote); left > 0;) {
+      const size_t used = std::min(left, parts->iov_len);
+      parts->iov_base = static_cast<uint8_t*>(parts->iov_base) + used;
+      parts->iov_len -= used;
+      left -= used;
+      if (parts->iov_len == 0) ++parts, --count;
+    }
+    while (count > 0 && parts->iov_len == 0) ++parts, --count;
+  }
+  return 0;
+}
+
+bool full_pread(int fd, void* buf, size_t n, uint64_t offset) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got, n -= size_t(got), offset += uint64_t(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+struct PreparedStore::State {
+  Options options;
+  int lock_fd = -1;
+
+  mutable Mutex mu;
+  std::condition_variable changed;  // queue grew, shrank or the writer should stop
+  std::unordered_map<Namespace, Space> spaces JOADER_GUARDED_BY(mu);
+  std::deque<Pending> queue JOADER_GUARDED_BY(mu);
+  bool writing JOADER_GUARDED_BY(mu) = false;  // the writer holds a record taken from the queue
+  bool stopping JOADER_GUARDED_BY(mu) = false;
+  // Admission stops for want of room (until a namespace is dropped) or for a write error (for
+  // good); items admitted before are still written, unless writing failed.
+  bool full JOADER_GUARDED_BY(mu) = false;
+  bool failed JOADER_GUARDED_BY(mu) = false;
+  uint64_t disk_bytes JOADER_GUARDED_BY(mu) = 0;
+  Stats stats JOADER_GUARDED_BY(mu);
+  std::thread writer;
+
+  void log(const std::string& line) const {
+    if (options.log) options.log("disk cache " + options.dir + ": " + line);
+  }
+
+  // ---- opening ----
+
+  void lock_dir() {
+    if (::mkdir(options.dir.c_str(), 0700) != 0 && errno != EEXIST)
+      throw PreparedStoreError(fmt::format("cannot create the disk cache folder {}: {}", options.dir, errno_text()));
+    struct stat st;
+    if (::stat(options.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw PreparedStoreError(fmt::format("the disk cache {} is not a folder", options.dir));
+    const std::string path = options.dir + "/LOCK";
+    lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock_fd < 0) throw PreparedStoreError(fmt::format("cannot open {}: {}", path, errno_text()));
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      char pid[32] = {};
+      const ssize_t n = ::pread(lock_fd, pid, sizeof pid - 1, 0);
+      ::close(lock_fd);
+      lock_fd = -1;
+      throw PreparedStoreError(fmt::format(
+          "the disk cache {} is in use by another process{}: give each daemon a folder of its own", options.dir,
+          n > 0 ? " (pid " + std::string(pid, std::strcspn(pid, "\n")) + ")" : ""));
+    }
+    const std::string mine = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(lock_fd, 0) != 0 || ::pwrite(lock_fd, mine.data(), mine.size(), 0) != ssize_t(mine.size())) {
+      // The pid is for people; the lock is what counts.
+    }
+    struct statfs fs;
+    if (::statfs(options.dir.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
+      log("warning: this folder is on tmpfs, which is memory, not disk: the items it keeps take RAM the arena "
+          "could have");
+    }
+  }
+
+  // Indexes the whole records of one segment, cutting it after the last one.
+  void scan(Space& space, const std::string& path) JOADER_REQUIRES(mu) {
+    auto seg = std::make_shared<Segment>();
+    seg->path = path;
+    seg->fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (seg->fd < 0) {
+      log(fmt::format("cannot open {}: {}; left out", path, errno_text()));
+      return;
+    }
+    struct stat st;
+    ::fstat(seg->fd, &st);
+    const uint64_t end = uint64_t(st.st_size);
+    uint64_t at = 0;
+    while (at + sizeof(RecordHeader) <= end) {
+      RecordHeader h;
+      if (!full_pread(seg->fd, &h, sizeof h, at) || !h.intact() || h.length > end - at - sizeof h) break;
+      space.index[h.item] = Location{seg, at, h.length, {h.width, h.height}};
+      at += sizeof h + h.length;
+    }
+    if (at != end) {
+      ++stats.corrupt;
+      log(fmt::format("{}: a torn or corrupt record at byte {} of {}; the segment is cut there", path, at, end));
+      if (::ftruncate(seg->fd, off_t(at)) != 0) log(fmt::format("cannot cut {}: {}", path, errno_text()));
+    }
+    seg->size = at;
+    disk_bytes += at;
+    space.segments.push_back(std::move(seg));
+  }
+
+  void load() JOADER_REQUIRES(mu) {
+    for (const std::string& name : list_dir(options.dir)) {
+      const std::string dir = options.dir + "/" + name;
+      if (!is_hex_name(name)) continue;
+      Space space;
+      space.dir = dir;
+      std::ifstream meta(dir + "/meta");
+      if (!std::getline(meta, space.dataset) || !std::getline(meta, space.fingerprint) ||
+          !std::getline(meta, space.prep)) {
+        log(fmt::format("{} has no readable meta; removed", dir));
+        remove_tree(dir);
+        continue;
+      }
+      for (const std::string& file : list_dir(dir)) {
+        if (file.size() != 10 || file.rfind("seg-", 0) != 0 ||
+            !std::all_of(file.begin() + 4, file.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+          continue;
+        }
+        space.next_segment = std::max<uint32_t>(space.next_segment, uint32_t(std::stoul(file.substr(4))) + 1);
+        scan(space, dir + "/" + file);
+      }
+      stats.items += space.index.size();
+      spaces.emplace(std::stoull(name, nullptr, 16), std::move(space));
+    }
+  }
+
+  // ---- writing ----
+
+  // The segment to append `bytes` to in `space`, a new one when the last would grow past the
+  // segment size. nullptr (and admission stopped) if it cannot be made.
+  std::shared_ptr<Segment> segment_for(Space& space, uint64_t bytes) JOADER_REQUIRES(mu) {
+    if (!space.segments.empty() && space.segments.back()->size + bytes <= options.segment_bytes) {
+      return space.segments.back();
+    }
+    auto seg = std::make_shared<Segment>();
+    seg->path = fmt::format("{}/seg-{:06}", space.dir, space.next_segment++);
+    seg->fd = ::open(seg->path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (seg->fd < 0) {
+      fail(fmt::format("cannot create {}: {}", seg->path, errno_text()));
+      return nullptr;
+    }
+    space.segments.push_back(seg);
+    return seg;
+  }
+
+  bool admitting() const JOADER_REQUIRES(mu) { return !full && !failed; }
+
+  void fail(const std::string& why) JOADER_REQUIRES(mu) {
+    if (failed) return;
+    failed = true;
+    stats.stopped = why;
+    log(why + "; no more items are admitted, the ones kept are still read");
+  }
+
+  void stop_full() JOADER_REQUIRES(mu) {
+    if (!admitting()) return;
+    full = true;
+    stats.stopped = fmt::format("{} bytes kept or queued, the most allowed is {}", disk_bytes + stats.queued_bytes,
+                                options.capacity);
+    log(stats.stopped + "; no more items are admitted until a dataset is removed, the ones kept are still read");
+  }
+
+  // Where the writer appends a record of `record` bytes to `ns`: the segment and the offset,
+  // reserved (only the writer appends). None when the namespace is gone or admission stopped.
+  struct Slot {
+    std::shared_ptr<Segment> segment;
+    uint64_t at = 0;
+  };
+  std::optional<Slot> reserve(Namespace ns, uint64_t record) JOADER_REQUIRES(mu) {
+    auto it = spaces.find(ns);
+    if (it == spaces.end() || failed) return std::nullopt;
+    std::shared_ptr<Segment> seg = segment_for(it->second, record);
+    if (!seg) return std::nullopt;
+    Slot slot{seg, seg->size};
+    seg->size += record;
+    return slot;
+  }
+
+  void written(const Pending& p, const Slot& slot, uint64_t record, int error) JOADER_REQUIRES(mu) {
+    if (error != 0) {
+      slot.segment->size = slot.at;
+      if (::ftruncate(slot.segment->fd, off_t(slot.at)) != 0) {
+        // The scan at the next open cuts a torn tail anyway.
+      }
+      fail(fmt::format("writing {} failed: {}", slot.segment->path, std::strerror(error)));
+      return;
+    }
+    disk_bytes += record;
+    ++stats.written;
+    auto it = spaces.find(p.ns);  // still there: drop_namespace waits for the writer
+    if (it != spaces.end() &&
+        it->second.index.insert_or_assign(p.item, Location{slot.segment, slot.at, p.bytes.size(), p.shape}).second) {
+      ++stats.items;
+    }
+  }
+
+  void write_loop() {
+    MutexLock lk(mu);
+    for (;;) {
+      while (queue.empty() && !stopping) changed.wait(lk.native());
+      if (queue.empty()) return;
+      Pending p = std::move(queue.front());
+      queue.pop_front();
+      const uint64_t record = sizeof(RecordHeader) + p.bytes.size();
+      if (const std::optional<Slot> slot = reserve(p.ns, record)) {
+        writing = true;
+        lk.unlock();
+        RecordHeader h;
+        h.item = p.item;
+        h.width = p.shape.width;
+        h.height = p.shape.height;
+        h.length = p.bytes.size();
+        h.payload_hash = XXH3_64bits(p.bytes.data(), p.bytes.size());
+        h.header_hash = h.hash_fields();
+        iovec parts[2] = {{&h, sizeof h}, {p.bytes.data(), p.bytes.size()}};
+        const int error = full_pwritev(slot->segment->fd, parts, 2, slot->at);
+        lk.lock();
+        writing = false;
+        written(p, *slot, record, error);
+      }
+      stats.queued_bytes -= record;
+      if (auto it = spaces.find(p.ns); it != spaces.end()) it->second.queued.erase(p.item);
+      changed.notify_all();
+    }
+  }
+};
+
+PreparedStore::PreparedStore(Options options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  state_->lock_dir();
+  {
+    MutexLock lk(state_->mu);
+    state_->load();
+    if (state_->disk_bytes >= state_->options.capacity) state_->stop_full();
+  }
+  state_->writer = std::thread([s = state_.get()] { s->write_loop(); });
+}
+
+PreparedStore::~PreparedStore() {
+  {
+    MutexLock lk(state_->mu);
+    state_->stopping = true;
+  }
+  state_->changed.notify_all();
+  state_->writer.join();
+  if (state_->lock_fd >= 0) ::close(state_->lock_fd);  // releases the flock
+}
+
+PreparedStore::Namespace PreparedStore::namespace_of(const std::string& dataset, const std::string& fingerprint,
+                                                     const std::string& prep) {
+  const std::string key = dataset + '\0' + fingerprint + '\0' + prep;
+  return XXH3_64bits(key.data(), key.size());
+}
+
+PreparedStore::Namespace PreparedStore::open_namespace(const std::string& dataset, const std::string& fingerprint,
+                                                       const std::string& prep) {
+  const Namespace ns = namespace_of(dataset, fingerprint, prep);
+  std::vector<Namespace> stale;
+  {
+    MutexLock lk(state_->mu);
+    for (const auto& [other, space] : state_->spaces) {
+      if (other != ns && space.dataset == dataset) stale.push_back(other);
+    }
+  }
+  for (Namespace other : stale) {
+    state_->log(fmt::format("dataset '{}' changed (its files or prep): its kept items are removed", dataset));
+    drop_namespace(other);
+  }
+  MutexLock lk(state_->mu);
+  if (state_->spaces.count(ns)) return ns;
+  Space space;
+  space.dir = state_->options.dir + "/" + hex(ns);
+  space.dataset = dataset, space.fingerprint = fingerprint, space.prep = prep;
+  if (::mkdir(space.dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    state_->fail(fmt::format("cannot create {}: {}", space.dir, errno_text()));
+    return ns;
+  }
+  const std::string meta = space.dir + "/meta", temporary = meta + ".new";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << dataset << '\n' << fingerprint << '\n' << prep << '\n';
+    if (!out.flush()) {
+      state_->fail(fmt::format("cannot write {}", temporary));
+      return ns;
+    }
+  }
+  if (::rename(temporary.c_str(), meta.c_str()) != 0) {
+    state_->fail(fmt::format("cannot write {}: {}", meta, errno_text()));
+    return ns;
+  }
+  state_->spaces.emplace(ns, std::move(space));
+  return ns;
+}
+
+void PreparedStore::drop_namespace(Namespace ns) {
+  MutexLock lk(state_->mu);
+  // Not while the writer appends to it: its record would land in a removed file.
+  while (state_->writing) state_->changed.wait(lk.native());
+  auto it = state_->spaces.find(ns);
+  if (it == state_->spaces.end()) return;
+  for (const auto& seg : it->second.segments) state_->disk_bytes -= seg->size;
+  state_->stats.items -= it->second.index.size();
+  remove_tree(it->second.dir);
+  state_->spaces.erase(it);
+  std::erase_if(state_->queue, [&](const Pending& p) {
+    if (p.ns != ns) return false;
+    state_->stats.queued_bytes -= sizeof(RecordHeader) + p.bytes.size();
+    return true;
+  });
+  if (state_->full && !state_->failed &&
+      state_->disk_bytes + state_->stats.queued_bytes < state_->options.capacity) {  // room again
+    state_->full = false;
+    state_->stats.stopped.clear();
+  }
+}
+
+std::optional<PreparedStore::Entry> PreparedStore::find(Namespace ns, uint32_t item) const {
+  MutexLock lk(state_->mu);
+  auto it = state_->spaces.find(ns);
+  if (it == state_->spaces.end()) return std::nullopt;
+  auto at = it->second.index.find(item);
+  if (at == it->second.index.end()) return std::nullopt;
+  return Entry{at->second.length, at->second.shape};
+}
+
+bool PreparedStore::read(Namespace ns, uint32_t item, std::span<uint8_t> out) {
+  Location where;
+  {
+    MutexLock lk(state_->mu);
+    auto it = state_->spaces.find(ns);
+    const Location* found = nullptr;
+    if (it != state_->spaces.end()) {
+      if (auto at = it->second.index.find(item); at != it->second.index.end()) found = &at->second;
+    }
+    if (found == nullptr) {
+      ++state_->stats.misses;
+      return false;
+    }
+    where = *found;
+  }
+  RecordHeader h;
+  const bool good = where.length == out.size() && full_pread(where.segment->fd, &h, sizeof h, where.offset) &&
+                    h.intact() && h.item == item && h.length == where.length &&
+                    full_pread(where.segment->fd, out.data(), out.size(), where.offset + sizeof h) &&
+                    XXH3_64bits(out.data(), out.size()) == h.payload_hash;
+  MutexLock lk(state_->mu);
+  if (good) {
+    ++state_->stats.hits;
+    return true;
+  }
+  if (where.length != out.size()) return false;  // the caller's mistake, not the record's
+  ++state_->stats.corrupt;
+  auto it = state_->spaces.find(ns);
+  if (it != state_->spaces.end()) {
+    auto at = it->second.index.find(item);
+    if (at != it->second.index.end() && at->second.segment == where.segment && at->second.offset == where.offset) {
+      it->second.index.erase(at);
+      --state_->stats.items;
+      state_->log(fmt::format("{}: the record of item {} at byte {} is short or corrupt; the item will be "
+                              "prepared again",
+                              where.segment->path, item, where.offset));
+    }
+  }
+  return false;
+}
+
+bool PreparedStore::offer(Namespace ns, uint32_t item, Shape shape, std::span<const uint8_t> bytes) {
+  MutexLock lk(state_->mu);
+  State& s = *state_;
+  auto it = s.spaces.find(ns);
+  if (it == s.spaces.end() || !s.admitting() || s.stopping) return false;
+  if (it->second.index.count(item) || it->second.queued.count(item)) return false;
+  const uint64_t record = sizeof(RecordHeader) + bytes.size();
+  if (record > s.options.segment_bytes || record > s.options.capacity) return false;  // never fits
+  if (s.disk_bytes + s.stats.queued_bytes + record > s.options.capacity) {
+    s.stop_full();
+    return false;
+  }
+  if (s.stats.queued_bytes + record > s.options.queue_bytes) return false;  // the disk is behind
+  it->second.queued.insert(item);
+  s.queue.push_back(Pending{ns, item, shape, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  s.stats.queued_bytes += record;
+  s.changed.notify_all();
+  return true;
+}
+
+void PreparedStore::flush() {
+  MutexLock lk(state_->mu);
+  while (!state_->queue.empty() || state_->writing) state_->changed.wait(lk.native());
+}
+
+PreparedStore::Stats PreparedStore::stats() const {
+  MutexLock lk(state_->mu);
+  Stats out = state_->stats;
+  out.admitting = state_->admitting();
+  out.bytes = state_->disk_bytes;
+  return out;
+}
+
+}  // namespace joader
