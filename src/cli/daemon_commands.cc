@@ -47,6 +47,7 @@ std::string human_bytes(double b) {
 struct ServeOptions {
   DaemonOptions daemon;
   std::string cache_size = "auto", state, allow_group, data_root, metrics;
+  std::string disk_cache_size = "auto";
   double idle_exit = 0;  // seconds without a job after which the daemon exits; 0: never
 };
 
@@ -55,7 +56,7 @@ std::string flag_of(const std::string& option) {
   static const std::map<std::string, std::string> flags = {
       {"cache_bytes", "--cache-size"}, {"policy", "--policy"},   {"sampler", "--sampler"},
       {"data_root", "--data-root"},    {"metrics", "--metrics"}, {"register_timeout", "--register-timeout"},
-      {"state_path", "--state"}};
+      {"state_path", "--state"},       {"disk_cache", "--disk-cache"}};
   auto it = flags.find(option);
   return it == flags.end() ? "" : it->second + ": ";
 }
@@ -68,6 +69,15 @@ int run_serve(const ServeOptions& o) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "error: --cache-size: {}\n", e.what());
     return 2;
+  }
+  if (!o.daemon.engine.disk_cache.empty() && o.disk_cache_size != "auto") {
+    try {
+      d.engine.disk_cache_bytes = parse_size(o.disk_cache_size);
+      if (d.engine.disk_cache_bytes == 0) throw std::invalid_argument("the disk cache must hold at least one item");
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "error: --disk-cache-size: {}\n", e.what());
+      return 2;
+    }
   }
   if (!o.allow_group.empty()) {
     try {
@@ -147,6 +157,12 @@ int run_serve(const ServeOptions& o) {
   if (!cache_why.empty()) {
     fmt::print(stderr, "joader: the cache is {} by default: {} (--cache-size to choose)\n",
                human_bytes(double(s.cache_capacity())), cache_why);
+  }
+  if (s.has_disk_cache()) {
+    fmt::print(stderr, "joader: disk cache {}: {} items ({}), at most {}{}\n", s.disk_cache().dir(),
+               s.disk_cache().items(), human_bytes(double(s.disk_cache().bytes())),
+               human_bytes(double(s.disk_cache().capacity())),
+               o.disk_cache_size == "auto" ? " (half the free space at start; --disk-cache-size to choose)" : "");
   }
   if (o.idle_exit > 0) {
     fmt::print(stderr, "joader: exits after {:g} s without a job (--idle-exit)\n", o.idle_exit);
@@ -306,6 +322,15 @@ void print_status(const v1::StatusReply& s, bool json, bool watching) {
   }
   if (!s.arena_ready()) {
     fmt::print("arena: still mapping its pages (from start-up; items written meanwhile load slower)\n");
+  }
+  if (s.has_disk_cache()) {
+    const v1::DiskCacheStatus& d = s.disk_cache();
+    fmt::print("disk cache {}: {} of {}, {} items; {} of the {} loads read back from it, {} decoded; {} written, "
+               "{} waiting{}{}\n",
+               d.dir(), human_bytes(double(d.bytes())), human_bytes(double(d.capacity())), d.items(), s.disk_reads(),
+               s.loads(), s.loads() - s.disk_reads(), d.written(), human_bytes(double(d.queued_bytes())),
+               d.corrupt() ? fmt::format("; {} corrupt records dropped", d.corrupt()) : "",
+               d.admitting() ? "" : "; not admitting: " + d.stopped());
   }
   fmt::print("\n{:<20} {:>10} {:>8} {:>7}  {}\n", "dataset", "items", "jobs", "L/D", "prep");
   for (const auto& d : s.datasets()) {
@@ -467,6 +492,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Seconds a job connection may stay open without registering before it is closed")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--disk-cache", o->daemon.engine.disk_cache,
+                  "Keep decoded datasets' prepared items in DIR on local disk, across runs: an item found there is "
+                  "read back instead of read and decoded again (one daemon per DIR)");
+  cmd->add_option("--disk-cache-size", o->disk_cache_size,
+                  "Most bytes --disk-cache may hold, e.g. 200GiB; auto: what it holds plus half of the free space "
+                  "on its filesystem at start")
+      ->capture_default_str();
   cmd->add_option("--state", o->state,
                   "File keeping the dataset registrations across restarts (default: SOCKET.datasets.json; 'none': not kept)");
   cmd->add_option("--idle-exit", o->idle_exit,

@@ -49,7 +49,8 @@ nlohmann::json to_json(const v1::StatusReply& s) {
                     {"batch_size", j.batch_size()}, {"epochs", j.epochs()}, {"augment", j.augment()}, {"ordered", j.ordered()},
                     {"wait_seconds", j.wait_seconds()}, {"id", j.id()}, {"owner_uid", j.owner_uid()}});
   }
-  return {{"loads", s.loads()},
+  nlohmann::json out = {{"loads", s.loads()},
+          {"disk_reads", s.disk_reads()},
           {"deliveries", s.deliveries()},
           {"ld_ratio", ld_ratio(s)},
           {"hits", s.hits()},
@@ -77,6 +78,14 @@ nlohmann::json to_json(const v1::StatusReply& s) {
           {"jobs_opened", s.jobs_opened()},
           {"datasets", datasets},
           {"jobs", jobs}};
+  if (s.has_disk_cache()) {
+    const v1::DiskCacheStatus& d = s.disk_cache();
+    out["disk_cache"] = {{"dir", d.dir()},         {"capacity", d.capacity()}, {"bytes", d.bytes()},
+                         {"items", d.items()},     {"hits", d.hits()},         {"misses", d.misses()},
+                         {"corrupt", d.corrupt()}, {"written", d.written()},   {"queued_bytes", d.queued_bytes()},
+                         {"admitting", d.admitting()}, {"stopped", d.stopped()}};
+  }
+  return out;
 }
 
 }  // namespace joader

@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -174,6 +175,14 @@ struct PreparedStore::State {
     struct stat st;
     if (::stat(options.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw PreparedStoreError(fmt::format("the disk cache {} is not a folder", options.dir));
+    // Another user who may write in it could swap a namespace folder for a link and have this
+    // process remove or overwrite files elsewhere (a root daemon's would be anyone's).
+    if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      throw PreparedStoreError(fmt::format(
+          "the disk cache {} belongs to uid {} with mode {:04o}: it must be a folder of uid {} that no one else "
+          "may write",
+          options.dir, st.st_uid, st.st_mode & 07777, ::geteuid()));
+    }
     const std::string path = options.dir + "/LOCK";
     lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock_fd < 0) throw PreparedStoreError(fmt::format("cannot open {}: {}", path, errno_text()));
@@ -359,6 +368,12 @@ PreparedStore::PreparedStore(Options options) : state_(std::make_unique<State>()
   {
     MutexLock lk(state_->mu);
     state_->load();
+    if (state_->options.capacity == 0) {
+      struct statvfs fs;
+      const uint64_t free_bytes =
+          ::statvfs(state_->options.dir.c_str(), &fs) == 0 ? uint64_t(fs.f_bavail) * fs.f_frsize : 0;
+      state_->options.capacity = state_->disk_bytes + free_bytes / 2;
+    }
     if (state_->disk_bytes >= state_->options.capacity) state_->stop_full();
   }
   state_->writer = std::thread([s = state_.get()] { s->write_loop(); });
@@ -521,6 +536,7 @@ PreparedStore::Stats PreparedStore::stats() const {
   MutexLock lk(state_->mu);
   Stats out = state_->stats;
   out.admitting = state_->admitting();
+  out.capacity = state_->options.capacity;
   out.bytes = state_->disk_bytes;
   return out;
 }

@@ -54,7 +54,8 @@ class PreparedStore {
 
   struct Options {
     std::string dir;
-    uint64_t capacity = 0;                       // bytes of records at most
+    // Bytes of records at most; 0: what DIR holds at opening plus half of its filesystem's free space.
+    uint64_t capacity = 0;
     uint64_t queue_bytes = uint64_t{64} << 20;   // bytes of records waiting to be written, at most
     uint64_t segment_bytes = kSegmentBytes;      // a segment file's size at most (tests make it small)
     std::function<void(const std::string&)> log;  // one line per notable event (may be empty)
@@ -100,6 +101,7 @@ class PreparedStore {
   void flush();
 
   struct Stats {
+    uint64_t capacity = 0;       // as given, or as chosen at opening
     uint64_t bytes = 0;          // of records indexed (headers included)
     uint64_t items = 0;
     uint64_t hits = 0;           // reads that returned the bytes

@@ -5,6 +5,7 @@
 #include <linux/magic.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -162,6 +163,24 @@ TEST(PreparedStore, AFolderThatCannotBeMadeIsRefusedWithItsReason) {
   EXPECT_THROW(PreparedStore{o}, PreparedStoreError);
   o.dir = file + "/below";
   EXPECT_THROW(PreparedStore{o}, PreparedStoreError);
+}
+
+TEST(PreparedStore, AFolderOthersMayWriteIsRefused) {
+  TempDir dir;
+  const std::string shared = dir.path + "/shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);  // whatever the umask
+  PreparedStore::Options o;
+  o.dir = shared;
+  o.capacity = 1 << 20;
+  try {
+    PreparedStore store(o);
+    FAIL() << "a folder anyone may write";
+  } catch (const PreparedStoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("mode 0777"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(::chmod(shared.c_str(), 0755), 0);
+  PreparedStore store(o);
 }
 
 TEST(PreparedStore, ARecordCorruptedOnDiskIsNeverServedAndTheItemCanBeWrittenAgain) {

@@ -1,5 +1,6 @@
 #include "prep/codecs.h"
 
+#include <jconfig.h>  // LIBJPEG_TURBO_VERSION_NUMBER
 #include <png.h>
 #include <turbojpeg.h>
 
@@ -18,6 +19,12 @@
 #include "prep/scratch.h"
 
 namespace joader {
+
+std::string prepared_bytes_identity(const PrepSpec& spec) {
+  constexpr int kPreparationVersion = 1;
+  return spec.describe() + "; joader preparation " + std::to_string(kPreparationVersion) + ", libjpeg-turbo " +
+         std::to_string(LIBJPEG_TURBO_VERSION_NUMBER) + ", libpng " + png_get_libpng_ver(nullptr);
+}
 namespace {
 
 constexpr uint8_t kPngMagic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};

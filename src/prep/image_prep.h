@@ -29,6 +29,12 @@ struct PrepSpec {
   std::string describe() const;
 };
 
+// What the bytes prepare() gives for `spec` depend on: its description, the version of Joader's
+// preparation code (bumped whenever the bytes for some spec change) and the decoders' versions.
+// A copy of prepared bytes that outlives the daemon (the disk tier) is keyed by it, so that an
+// upgrade never serves bytes another build prepared.
+std::string prepared_bytes_identity(const PrepSpec& spec);
+
 // Bad input (undecodable or oversized image, invalid spec). The message is one line meant for the
 // user, e.g. "corrupt or truncated JPEG: Premature end of JPEG file".
 class PrepError : public std::runtime_error {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -86,6 +87,9 @@ struct Dataset {
   std::string fingerprint;             // of the item list (source.h)
   std::string reindexed;               // what a restart's re-index found changed; "" if nothing
   uint64_t loads = 0, deliveries = 0;  // its part of the daemon's counts: its own L/D
+  // Its namespace in the disk tier (serve --disk-cache; PreparedStore), when it has one: decoded
+  // forms only (a raw item is a file's bytes, which the disk holds already).
+  std::optional<uint64_t> disk_namespace;
 
   bool skip_bad_items() const { return spec.on_error() == "skip"; }
   uint64_t bytes_of(ItemId item) const { return item_sizes.empty() ? item_bytes : item_sizes[item]; }

@@ -126,6 +126,8 @@ std::unique_ptr<Daemon> Daemon::start(const DaemonOptions& options, const std::f
     EngineOptions engine = options.engine;
     if (!engine.log) engine.log = log_fn;
     d->engine_ = std::make_unique<Engine>(std::move(engine));
+  } catch (const PreparedStoreError& e) {
+    throw DaemonError(DaemonError::kCannotStart, "disk_cache", e.what());
   } catch (const std::exception& e) {
     throw DaemonError(DaemonError::kCannotStart, "", e.what());
   }

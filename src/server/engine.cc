@@ -13,8 +13,24 @@ namespace joader {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+std::unique_ptr<PreparedStore> open_disk_cache(const EngineOptions& o) {
+  if (o.disk_cache.empty()) return nullptr;
+  PreparedStore::Options disk;
+  disk.dir = o.disk_cache;
+  disk.capacity = o.disk_cache_bytes;
+  disk.log = o.log;
+  return std::make_unique<PreparedStore>(std::move(disk));
+}
+
+}  // namespace
+
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), arena_(options_.cache_bytes, options_.share_group), state_(options_) {
+    : options_(std::move(options)),
+      arena_(options_.cache_bytes, options_.share_group),
+      disk_(open_disk_cache(options_)),
+      state_(options_) {
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });
@@ -73,6 +89,10 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
     if (auto existing = state_.existing(req, *ds)) return *existing;
   }
   size_items(*ds, indexing);
+  if (disk_ && !ds->prep.raw) {
+    ds->disk_namespace =
+        disk_->open_namespace(req.name(), content_fingerprint(*ds->source), prepared_bytes_identity(ds->prep));
+  }
   std::pair<std::vector<SavedDataset>, uint64_t> saved;
   v1::DatasetInfo out;
   {
@@ -137,11 +157,13 @@ std::vector<v1::DatasetInfo> Engine::list_datasets() {
 void Engine::remove_dataset(const std::string& name, Caller caller) {
   check_text("the dataset name", name, kMaxNameBytes);
   std::pair<std::vector<SavedDataset>, uint64_t> saved;
+  std::optional<uint64_t> disk_namespace;
   {
     Lock lk(*this);
-    state_.remove_dataset(name, caller);
+    disk_namespace = state_.remove_dataset(name, caller);
     saved = state_.saved_datasets();
   }
+  if (disk_ && disk_namespace) disk_->drop_namespace(*disk_namespace);
   save(std::move(saved));
 }
 
@@ -196,6 +218,21 @@ v1::StatusReply Engine::status() {
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
   out.set_pid(static_cast<uint32_t>(getpid()));
+  if (disk_) {
+    const PreparedStore::Stats d = disk_->stats();
+    v1::DiskCacheStatus* s = out.mutable_disk_cache();
+    s->set_dir(options_.disk_cache);
+    s->set_capacity(d.capacity);
+    s->set_bytes(d.bytes);
+    s->set_items(d.items);
+    s->set_hits(d.hits);
+    s->set_misses(d.misses);
+    s->set_corrupt(d.corrupt);
+    s->set_written(d.written);
+    s->set_queued_bytes(d.queued_bytes);
+    s->set_admitting(d.admitting);
+    s->set_stopped(d.stopped);
+  }
   return out;
 }
 
@@ -246,7 +283,7 @@ void Engine::loader_loop() {
     lk.unlock();
     std::span<uint8_t> block;
     if (claimed && claimed->extents.size() == 1) block = {arena_.data() + claimed->extents[0].offset, claimed->length};
-    const LoadedItem loaded = load_item(*task->dataset, task->item, block, raw, prepared);
+    const LoadedItem loaded = load_item(*task->dataset, task->item, block, raw, prepared, disk_.get());
     // Split between blocks: prepared, then copied (pinned, so no lock needed).
     if (claimed && block.empty() && loaded.error.empty()) copy_in(claimed->extents, prepared);
     lk.lock();

@@ -47,6 +47,7 @@
 
 #include "common/mutex.h"
 #include "common/protocol.h"
+#include "disk/prepared_store.h"
 #include "ipc/item_store.h"
 #include "ipc/shared_arena.h"
 #include "joader.pb.h"
@@ -71,6 +72,11 @@ struct EngineOptions : ServingOptions {
   std::string data_root;
   // A group whose members may use the daemon: the arena is then readable by that group.
   std::optional<gid_t> share_group;
+  // The disk tier (src/disk/prepared_store.h): a folder on local disk where decoded datasets'
+  // prepared items are kept across runs, read back instead of decoded again; empty: none. Its
+  // capacity in bytes; 0: what it holds plus half of the free space on its filesystem at start.
+  std::string disk_cache;
+  uint64_t disk_cache_bytes = 0;
   // Opens a dataset's source; tests put a source of their own here (e.g. one with slow reads).
   std::function<std::unique_ptr<Source>(const std::string& spec, const std::function<void(size_t)>& progress,
                                         const std::string& data_root)>
@@ -86,6 +92,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const SharedArena& arena() const { return arena_; }
+  PreparedStore* disk_cache() { return disk_.get(); }  // nullptr without options.disk_cache
 
   // Indexes the source (progress(n) as it goes) and registers the dataset. A dataset of that name
   // with another spec is refused naming the fields that differ (kAlreadyExists); one with the same
@@ -183,6 +190,7 @@ class Engine {
 
   const EngineOptions options_;
   SharedArena arena_;
+  const std::unique_ptr<PreparedStore> disk_;  // the disk tier, if any (thread-safe itself)
   Mutex mu_;
   ServingState state_ JOADER_GUARDED_BY(mu_);
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -7,10 +7,30 @@
 
 namespace joader {
 
+namespace {
+
+// The item from the disk tier into the block (or `prepared`), if it holds it whole and intact.
+bool read_back(PreparedStore& disk, uint64_t ns, ItemId item, std::span<uint8_t> block,
+               std::vector<uint8_t>& prepared, LoadedItem& out) {
+  const std::optional<PreparedStore::Entry> entry = disk.find(ns, item);
+  if (!entry || (!block.empty() && entry->length != block.size())) return false;
+  if (block.empty()) prepared.resize(entry->length);
+  if (!disk.read(ns, item, block.empty() ? std::span<uint8_t>(prepared) : block)) return false;
+  out.shape = {entry->shape.width, entry->shape.height};
+  out.from_disk = true;
+  return true;
+}
+
+}  // namespace
+
 LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, std::vector<uint8_t>& raw,
-                     std::vector<uint8_t>& prepared) {
+                     std::vector<uint8_t>& prepared, PreparedStore* disk) {
   LoadedItem out;
   const auto start = std::chrono::steady_clock::now();
+  if (disk && ds.disk_namespace && read_back(*disk, *ds.disk_namespace, item, block, prepared, out)) {
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  }
   try {
     ds.source->read(item, raw);
     if (ds.prep.raw) {
@@ -22,6 +42,10 @@ LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, s
     out.error = e.names_item() ? e.what() : ds.item_error(item, e.what());
   } catch (const std::exception& e) {  // PrepError: a file that does not decode
     out.error = ds.item_error(item, e.what());
+  }
+  if (disk && ds.disk_namespace && out.error.empty()) {
+    const std::span<const uint8_t> bytes = block.empty() ? std::span<const uint8_t>(prepared) : block;
+    disk->offer(*ds.disk_namespace, item, {out.shape.width, out.shape.height}, bytes);
   }
   release_if_large(raw);  // a very large file's bytes do not stay with the loader thread
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

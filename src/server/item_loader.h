@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "disk/prepared_store.h"
 #include "joader.pb.h"
 #include "prep/image_prep.h"
 #include "server/catalog.h"
@@ -21,13 +22,16 @@ struct LoadedItem {
   ImageSize shape;     // the prepared image's size (decoded forms)
   std::string error;   // "" when loaded; else the error, naming the item
   double seconds = 0;  // the time the read and the preparation took
+  bool from_disk = false;  // read back from the disk tier, not prepared
 };
 
 // Reads and prepares `item` of `ds`: into `block` when it is not empty (the item's one claimed
-// arena block), else into `prepared`. `raw` is scratch for the encoded bytes. Thread-safe for
-// distinct buffers (a Source's reads and the preparation are).
+// arena block), else into `prepared`. `raw` is scratch for the encoded bytes. With a disk tier
+// (`disk`, and ds.disk_namespace set): an item it holds is read back from it instead (when its
+// length fits the block), and one prepared is offered to it. Thread-safe for distinct buffers (a
+// Source's reads, the preparation and PreparedStore are).
 LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, std::vector<uint8_t>& raw,
-                     std::vector<uint8_t>& prepared);
+                     std::vector<uint8_t>& prepared, PreparedStore* disk = nullptr);
 
 // Seconds per load in fixed buckets (kBounds[i] is the upper bound of bucket i; one more bucket for
 // the rest), as `status` and the metrics report them. Not thread-safe.

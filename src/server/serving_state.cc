@@ -222,7 +222,7 @@ std::vector<v1::DatasetInfo> ServingState::list_datasets() const {
   return out;
 }
 
-void ServingState::remove_dataset(const std::string& name, Caller caller) {
+std::optional<uint64_t> ServingState::remove_dataset(const std::string& name, Caller caller) {
   last_ = "remove_dataset";
   auto it = datasets_.find(name);
   if (it == datasets_.end()) throw EngineError(EngineError::kNotFound, fmt::format("unknown dataset '{}'", name));
@@ -236,12 +236,14 @@ void ServingState::remove_dataset(const std::string& name, Caller caller) {
                       fmt::format("dataset '{}' has {} active job(s)", name, ds.jobs.size()));
   }
   store_->discard_unpinned(ds.index);  // free its cached items now
+  const std::optional<uint64_t> disk_namespace = ds.disk_namespace;
   // Loads still in flight may point at the dataset: keep the object until they are done.
   dataset_by_index_[ds.index] = nullptr;
   retired_.push_back(std::move(it->second));
   datasets_.erase(it);
   ++datasets_version_;
   reap_retired();
+  return disk_namespace;
 }
 
 std::pair<std::vector<SavedDataset>, uint64_t> ServingState::saved_datasets() const {
@@ -574,6 +576,7 @@ void ServingState::discard(CacheKey key) {
 void ServingState::loaded_in_place(CacheKey key, const LoadedItem& loaded) {
   last_ = "finishing a load";
   load_times_.add(loaded.seconds);
+  n_disk_reads_ += loaded.from_disk;
   if (loaded.error.empty()) {
     store_->unpin(key);
     wake_space();  // it may be evicted now
@@ -588,6 +591,7 @@ ServingState::Next ServingState::prepared(CacheKey key, const LoadedItem& loaded
   last_ = "preparing a load";
   *placed = nullptr;
   load_times_.add(loaded.seconds);
+  n_disk_reads_ += loaded.from_disk;
   const Load& load = loads_.at(key);
   std::string error = loaded.error;
   const uint64_t rsize = ArenaAllocator::rounded(std::max<uint64_t>(size, 1));
@@ -849,6 +853,7 @@ void ServingState::end_job(const std::string& name, Caller caller) {
 v1::StatusReply ServingState::status(double now) const {
   v1::StatusReply out;
   out.set_loads(n_loads_);
+  out.set_disk_reads(n_disk_reads_);
   out.set_deliveries(n_deliveries_);
   out.set_hits(n_hits_);
   out.set_evictions(store_->evictions());

@@ -107,8 +107,8 @@ class ServingState {
   void set_reindexed(const std::string& name, const std::string& why);
   std::vector<v1::DatasetInfo> list_datasets() const;
   // kNotFound if unknown, kPermissionDenied unless `caller` may (server/ownership.h),
-  // kFailedPrecondition while jobs use it.
-  void remove_dataset(const std::string& name, Caller caller = {});
+  // kFailedPrecondition while jobs use it. Returns its disk tier namespace (Dataset::disk_namespace).
+  std::optional<uint64_t> remove_dataset(const std::string& name, Caller caller = {});
   // The registrations to save, and their version: it grows with every add or remove, so that a
   // writer outside the lock can tell which of two lists is the newer.
   std::pair<std::vector<SavedDataset>, uint64_t> saved_datasets() const;
@@ -246,6 +246,7 @@ class ServingState {
   JobId next_job_id_ = 1;
   std::unordered_map<CacheKey, Load> loads_;
   std::deque<CacheKey> tasks_;
+  uint64_t n_disk_reads_ = 0;  // loads served from the disk tier (LoadedItem::from_disk)
   uint64_t n_loads_ = 0, n_deliveries_ = 0, n_hits_ = 0, n_skipped_ = 0, n_space_waits_ = 0;
   LoadHistogram load_times_;  // seconds to read and prepare each load
 };

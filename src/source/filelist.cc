@@ -56,7 +56,7 @@ std::unique_ptr<Source> open_filelist(const std::string& spec, const std::string
     if (::stat(full.c_str(), &st) != 0) throw SourceError(where + full + ": " + errno_text(errno));
     if (S_ISDIR(st.st_mode)) throw SourceError(where + full + ": is a directory");
     check_confined(spec + " line " + std::to_string(line_no), full, data_root);
-    items.push_back({std::move(full), label, static_cast<uint64_t>(st.st_size)});
+    items.push_back({std::move(full), label, static_cast<uint64_t>(st.st_size), modified_ns(st)});
     if (progress && items.size() % 1000 == 0) progress(items.size());
   }
   if (items.empty()) throw SourceError(spec + ": no items");

@@ -39,6 +39,7 @@ bool has_image_extension(std::string_view name) {
 struct FileEntry {
   std::string name;
   uint64_t size;
+  int64_t modified_ns;
 };
 
 struct DirEntries {
@@ -67,7 +68,8 @@ bool list_dir(UniqueFd fd, DirEntries& out) {
     if (is_dir)
       out.subdirs.emplace_back(name);
     else if (image)
-      out.images.push_back({std::string(name), stat_ok ? static_cast<uint64_t>(st.st_size) : 0});
+      out.images.push_back({std::string(name), stat_ok ? static_cast<uint64_t>(st.st_size) : 0,
+                            stat_ok ? modified_ns(st) : 0});
   }
   return true;
 }
@@ -168,7 +170,7 @@ std::unique_ptr<Source> open_imagefolder(const std::string& spec, const std::str
       std::sort(dir.images.begin(), dir.images.end(),
                 [](const FileEntry& a, const FileEntry& b) { return a.name < b.name; });
       for (const FileEntry& image : dir.images)
-        items.push_back({join_path(dir.root, image.name), static_cast<int64_t>(label), image.size});
+        items.push_back({join_path(dir.root, image.name), static_cast<int64_t>(label), image.size, image.modified_ns});
     }
     if (items.size() == before) empty_classes.push_back(classes[label]);
   }

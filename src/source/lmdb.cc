@@ -74,8 +74,10 @@ class LmdbSource : public IndexedSource {
     }
     check_confined(spec, real, data_root);
     // A FIFO or a device would block or mislead LMDB's open: only a regular file is a data file.
-    if (struct stat data_st{}; ::stat(real.c_str(), &data_st) != 0 || !S_ISREG(data_st.st_mode))
+    struct stat data_st{};
+    if (::stat(real.c_str(), &data_st) != 0 || !S_ISREG(data_st.st_mode))
       throw SourceError(spec + ": " + data + " is not a regular file");
+    data_modified_ns_ = modified_ns(data_st);
     // MDB_NOTLS: read transactions are begun and ended by whichever loader thread calls read().
     const unsigned flags = MDB_RDONLY | MDB_NOTLS | MDB_NOSUBDIR | MDB_NOLOCK;
     if (const int rc = open_env(real, flags)) throw SourceError(spec + ": cannot open: " + mdb_strerror(rc));
@@ -135,7 +137,7 @@ class LmdbSource : public IndexedSource {
       uint64_t label = 0;
       for (size_t i = 0; i < kLabelBytes; ++i) label |= static_cast<uint64_t>(bytes[i]) << (8 * i);
       items_.push_back({"lmdb:" + printable_key(key_bytes), static_cast<int64_t>(label),
-                        value.mv_size - kLabelBytes});
+                        value.mv_size - kLabelBytes, data_modified_ns_});
       keys_.append(key_bytes);
       key_offsets_.push_back(keys_.size());
       if (progress && items_.size() % 1000 == 0) progress(items_.size());
@@ -147,6 +149,7 @@ class LmdbSource : public IndexedSource {
   std::unique_ptr<MDB_env, EnvClose> env_;
   MDB_dbi dbi_ = 0;                  // the unnamed database's handle, valid for every transaction
   std::string keys_;                 // every key, concatenated in item order
+  int64_t data_modified_ns_ = 0;     // the data file's mtime when opened (every item's modified_ns)
   std::vector<size_t> key_offsets_;  // item i's key is keys_[key_offsets_[i], key_offsets_[i + 1])
 };
 

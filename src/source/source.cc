@@ -6,6 +6,24 @@
 
 namespace joader {
 
+std::string content_fingerprint(const Source& source) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits, over the fingerprint and the mtimes
+  auto mix = [&h](const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ULL;
+  };
+  const std::string list = fingerprint(source);
+  mix(list.data(), list.size());
+  for (uint32_t i = 0; i < source.size(); ++i) {
+    const uint64_t t = static_cast<uint64_t>(source.item(i).modified_ns);
+    unsigned char le[8];
+    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(t >> (8 * b));
+    mix(le, sizeof le);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 std::string fingerprint(const Source& source) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
   auto mix = [&h](const void* data, size_t n) {

@@ -35,6 +35,9 @@ struct ItemMeta {
   std::string path;
   int64_t label = 0;
   uint64_t size = 0;  // stored bytes when indexed; 0 if unknown (synthetic) or unreadable
+  // When the file holding it (the image, the tar shard, the LMDB data file) was last modified, as
+  // indexed, in nanoseconds since the epoch; 0 if unknown (synthetic) or unreadable.
+  int64_t modified_ns = 0;
 };
 
 // A source that cannot be opened or an item that cannot be read. The message is one line meant for
@@ -85,6 +88,12 @@ class Source {
 // Contents and mtimes are not read: a file rewritten in place with the same size keeps it (so
 // does `touch`). Datasets show it (status, DatasetInfo.fingerprint); Python's state_dict() keeps it.
 std::string fingerprint(const Source& source);
+
+// The fingerprint and every item's modification time, as 16 hex digits: what a copy of the items'
+// prepared bytes that outlives the daemon (the disk tier) is keyed by, so that a file rewritten in
+// place, even at the same size, is prepared again. (A file rewritten with its old mtime restored
+// is not noticed; nothing short of reading every file would.)
+std::string content_fingerprint(const Source& source);
 
 // Opens and indexes a source; progress(n) is called about every 1000 items indexed (may be empty).
 //

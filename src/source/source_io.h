@@ -28,6 +28,11 @@ namespace joader::source_detail {
 
 inline std::string errno_text(int error) { return std::generic_category().message(error); }
 
+// st_mtim in nanoseconds since the epoch (ItemMeta::modified_ns).
+inline int64_t modified_ns(const struct stat& st) {
+  return int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 class UniqueFd {
  public:
   explicit UniqueFd(int fd = -1) : fd_(fd) {}

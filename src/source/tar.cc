@@ -139,7 +139,7 @@ void index_shard(const std::string& spec, const std::string& shard, uint32_t sha
            std::to_string(static_cast<uint64_t>(st.st_size) - std::min<uint64_t>(*offset, st.st_size)) + " in the shard");
     }
     item_of_key[key] = items.size();
-    items.push_back({shard + ":" + last, -1, size});
+    items.push_back({shard + ":" + last, -1, size, modified_ns(st)});
     members.push_back({shard_index, *offset, size});
   }
   for (size_t i = first_item; i < items.size(); ++i) {  // labels may come before or after their image

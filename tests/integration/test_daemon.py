@@ -426,3 +426,34 @@ def test_datasets_survive_a_daemon_restart_unless_removed(workdir):
         assert third.status()["datasets"] == []
     finally:
         third.stop()
+
+
+def test_a_disk_cache_serves_a_restarted_daemon_without_decoding_and_is_one_daemons(workdir):
+    disk = os.path.join(workdir, "disk")
+    first = Daemon(workdir, extra=("--disk-cache", disk))
+    try:
+        assert "disk cache " + disk + ": 0 items" in first.output()
+        add_synthetic(first)
+        code, epochs, err = received(first.client("synth", "--ids", "0:40", "--batch", "5"))
+        assert code == 0 and sorted(epochs[0]) == list(range(40)), err
+        deadline = time.monotonic() + 30
+        while (d := first.status()["disk_cache"])["written"] < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert d["written"] == 40 and d["items"] == 40 and d["admitting"], d
+        other = subprocess.run([JOADER, "serve", "--socket", os.path.join(workdir, "other.sock"), "--state", "none",
+                                "--disk-cache", disk], capture_output=True, text=True, timeout=30)
+        assert other.returncode == 1, other.stderr
+        assert f"--disk-cache: the disk cache {disk} is in use by another process (pid {first.proc.pid})" in other.stderr
+    finally:
+        first.stop(signal.SIGKILL)
+    second = Daemon(workdir, extra=("--disk-cache", disk))
+    try:
+        assert second.status()["disk_cache"]["items"] == 40
+        code, epochs, err = received(second.client("synth", "--ids", "0:40", "--batch", "5", "--epochs", "2"))
+        assert code == 0 and [sorted(epochs[e]) for e in (0, 1)] == [list(range(40))] * 2, err
+        s = second.status()
+        assert s["disk_reads"] == 40 and s["loads"] == 40, s  # the cache held the second epoch
+        assert s["disk_cache"]["hits"] == 40 and s["disk_cache"]["written"] == 0
+        assert "40 of the 40 loads read back from it, 0 decoded" in second.cli("status").stdout
+    finally:
+        second.stop()

@@ -62,7 +62,22 @@ std::string prometheus_text(const v1::StatusReply& s, bool names) {
     w.family(name, "gauge", help);
     w.sample(name, "", v);
   };
-  counter("loads_total", "Items read and prepared (cache misses).", double(s.loads()));
+  counter("loads_total", "Items loaded into the cache (cache misses), from their source or the disk tier.",
+          double(s.loads()));
+  counter("disk_reads_total", "Of the loads, items read back from the disk tier instead of prepared.",
+          double(s.disk_reads()));
+  if (s.has_disk_cache()) {
+    const v1::DiskCacheStatus& d = s.disk_cache();
+    gauge("disk_cache_bytes", "Bytes of prepared items the disk tier holds.", double(d.bytes()));
+    gauge("disk_cache_capacity_bytes", "Bytes the disk tier may hold.", double(d.capacity()));
+    gauge("disk_cache_items", "Prepared items the disk tier holds.", double(d.items()));
+    gauge("disk_cache_queued_bytes", "Bytes waiting to be written to the disk tier.", double(d.queued_bytes()));
+    gauge("disk_cache_admitting", "1 while the disk tier admits items, 0 once full or after a write error.",
+          d.admitting() ? 1 : 0);
+    counter("disk_cache_written_total", "Records written to the disk tier.", double(d.written()));
+    counter("disk_cache_corrupt_total", "Records of the disk tier found torn or corrupt and dropped.",
+            double(d.corrupt()));
+  }
   counter("deliveries_total", "Items delivered to jobs.", double(s.deliveries()));
   counter("cache_hits_total", "Decided items found in the cache.", double(s.hits()));
   counter("evictions_total", "Items evicted from the cache.", double(s.evictions()));

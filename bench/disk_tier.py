@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The disk tier (`joader serve --disk-cache`) against decoding every epoch, on a dataset whose
+prepared size is several times the arena.
+
+    sudo /usr/bin/python3 bench/disk_tier.py --build build [--count 3000] [--cache 256MiB] [--runs 3]
+
+Makes (once, in --data) an ImageFolder of --count real-photo JPEGs whose longer side is 500 pixels
+(tests/data/make_photos.py), stored at their own size (decoded, ~560 KB each in the arena). Then,
+--runs times, alternating:
+  - without the tier: a daemon, 3 epochs of one job (bench_client, batch 64), each epoch a job of
+    its own;
+  - with the tier, from an empty DIR: the same 3 epochs (the first decodes and writes, the others
+    read back), then the daemon is stopped and a new one started on the same DIR, and one epoch
+    (a restarted daemon's first epoch).
+Before every epoch the page cache is dropped (echo 3 > /proc/sys/vm/drop_caches: root only;
+without root it says so and the disk reads may come from memory). Each epoch's images/s, the
+daemon's loads and disk reads, and the bytes the block devices read (/proc/diskstats) are printed
+as JSON lines, then the medians.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python", "joader"))
+from daemon import Daemon  # noqa: E402  (by path: no native module needed)
+
+
+def disk_read_bytes():
+    """Bytes read by whole block devices (not partitions) since boot, from /proc/diskstats."""
+    total = 0
+    with open("/proc/diskstats") as f:
+        for line in f:
+            fields = line.split()
+            name = fields[2]
+            if os.path.exists(f"/sys/block/{name}") and not name.startswith(("loop", "ram", "zram")):
+                total += int(fields[5]) * 512
+    return total
+
+
+def drop_caches(can):
+    os.sync()
+    if can:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+
+
+def epoch(args, daemon, label, can_drop):
+    drop_caches(can_drop)
+    before = daemon.status()
+    read0 = disk_read_bytes()
+    r = subprocess.run([os.path.join(args.build, "bench_client"), "--socket", daemon.socket, "--dataset", "photos",
+                        "--batch", "64", "--epochs", "1"], capture_output=True, text=True, check=True)
+    out = json.loads(r.stdout)
+    after = daemon.status()
+    row = {"run": label, "items_per_s": out["items_per_s"], "items": out["items"],
+           "loads": after["loads"] - before["loads"], "disk_reads": after["disk_reads"] - before["disk_reads"],
+           "device_read_mb": round((disk_read_bytes() - read0) / 1e6, 1)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def wait_written(daemon):
+    while daemon.status().get("disk_cache", {}).get("queued_bytes", 0) > 0:
+        time.sleep(0.1)
+
+
+def serve(args, workdir, extra=()):
+    d = Daemon(os.path.join(args.build, "joader"), workdir, cache_size=args.cache, threads=args.threads,
+               extra=("--state", "none", *extra), timeout=60)
+    d.cli("dataset", "add", "photos", "--source", "imagefolder:" + args.data, timeout=600)
+    return d
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build")
+    p.add_argument("--data", default="/var/tmp/joader-disk-tier-photos")
+    p.add_argument("--disk", default="/var/tmp/joader-disk-tier-cache", help="the tier's folder (local disk)")
+    p.add_argument("--count", type=int, default=3000)
+    p.add_argument("--cache", default="256MiB")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    can_drop = os.geteuid() == 0
+    if not can_drop:
+        print("not root: the page cache is not dropped, so 'disk' reads may come from memory", file=sys.stderr)
+    if not os.path.isdir(args.data):
+        print(f"making {args.count} photos in {args.data}", file=sys.stderr)
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "data", "make_photos.py"), args.data,
+                        "--count", str(args.count), "--min", "500", "--max", "500", "--jpeg-only"], check=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="joader-disk-tier-") as workdir:
+        os.chmod(workdir, 0o700)
+        for run in range(args.runs):
+            d = serve(args, workdir)
+            try:
+                for e in range(3):
+                    rows.append(epoch(args, d, f"no tier, epoch {e + 1}", can_drop))
+            finally:
+                d.stop()
+            shutil.rmtree(args.disk, ignore_errors=True)
+            d = serve(args, workdir, ("--disk-cache", args.disk))
+            try:
+                for e in range(3):
+                    rows.append(epoch(args, d, f"tier, epoch {e + 1}", can_drop))
+                    wait_written(d)
+            finally:
+                d.stop()
+            d = serve(args, workdir, ("--disk-cache", args.disk))
+            try:
+                rows.append(epoch(args, d, "tier, restarted daemon's first epoch", can_drop))
+            finally:
+                d.stop()
+    print("medians:")
+    for label in dict.fromkeys(r["run"] for r in rows):
+        of = [r for r in rows if r["run"] == label]
+        print(json.dumps({"run": label, "n": len(of),
+                          **{k: statistics.median(r[k] for r in of)
+                             for k in ("items_per_s", "loads", "disk_reads", "device_read_mb")}}))
+
+
+if __name__ == "__main__":
+    main()
