@@ -55,7 +55,7 @@ class RawTerminal {
 
 struct Previous {
   std::chrono::steady_clock::time_point at;
-  uint64_t loads = 0, deliveries = 0;
+  uint64_t loads = 0, deliveries = 0, disk_reads = 0, disk_written = 0;
   std::map<std::string, double> waits;  // job -> wait seconds
 };
 
@@ -80,6 +80,17 @@ std::string screen(const std::string& socket, const v1::StatusReply& s, const Pr
                      bytes(double(s.cache_bytes())), bytes(double(s.cache_capacity())),
                      s.cache_capacity() ? 100.0 * double(s.cache_bytes()) / double(s.cache_capacity()) : 0.0,
                      bytes(double(s.pinned_bytes())), s.evictions(), s.policy(), s.loader_threads());
+  if (s.has_disk_cache()) {
+    const v1::DiskCacheStatus& d = s.disk_cache();
+    out.insert(out.size() - 1,  // before the blank line
+               fmt::format("disk      {} of {}, {} items; now: {:.0f} reads/s, {:.0f} decodes/s, {:.0f} writes/s, {} "
+                           "waiting{}\n",
+                           bytes(double(d.bytes())), bytes(double(d.capacity())), d.items(),
+                           rate(s.disk_reads(), prev.disk_reads),
+                           std::max(0.0, rate(s.loads(), prev.loads) - rate(s.disk_reads(), prev.disk_reads)),
+                           rate(d.written(), prev.disk_written), bytes(double(d.queued_bytes())),
+                           d.admitting() ? "" : ", not admitting: " + d.stopped()));
+  }
   // Names whole, up to 48 characters (the columns widen to the longest).
   size_t job_width = 3, dataset_width = 7;
   for (const v1::JobStatus& j : s.jobs()) {
@@ -111,6 +122,8 @@ Previous remember(const v1::StatusReply& s) {
   prev.at = std::chrono::steady_clock::now();
   prev.loads = s.loads();
   prev.deliveries = s.deliveries();
+  prev.disk_reads = s.disk_reads();
+  prev.disk_written = s.disk_cache().written();
   for (const v1::JobStatus& j : s.jobs()) prev.waits[j.name()] = j.wait_seconds();
   return prev;
 }

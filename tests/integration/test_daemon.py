@@ -455,5 +455,6 @@ def test_a_disk_cache_serves_a_restarted_daemon_without_decoding_and_is_one_daem
         assert s["disk_reads"] == 40 and s["loads"] == 40, s  # the cache held the second epoch
         assert s["disk_cache"]["hits"] == 40 and s["disk_cache"]["written"] == 0
         assert "40 of the 40 loads read back from it, 0 decoded" in second.cli("status").stdout
+        assert "disk      " in second.cli("top", "--once").stdout
     finally:
         second.stop()
