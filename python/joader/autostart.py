@@ -10,8 +10,10 @@ socket, and whoever takes the lock first looks again. The daemon exits after N s
 job ($JOADER_IDLE_EXIT, default 600; 0: never); `joader stop` stops it at once.
 
 Environment: JOADER_AUTOSTART=0 turns this off (a loader then fails as before when no daemon
-serves), JOADER_IDLE_EXIT, JOADER_CACHE_SIZE (the started daemon's --cache-size), JOADER_BIN (the
-executable to start; default: the one that belongs to this package).
+serves), JOADER_IDLE_EXIT, JOADER_CACHE_SIZE (the started daemon's --cache-size), JOADER_DISK_CACHE
+and JOADER_DISK_CACHE_SIZE (its --disk-cache and --disk-cache-size: prepared items kept on local
+disk across runs), JOADER_BIN (the executable to start; default: the one that belongs to this
+package).
 """
 import fcntl
 import os
@@ -87,6 +89,10 @@ def start(socket, serving):
             args = [_binary(), "serve", "--socket", socket, "--idle-exit", idle]
             if os.environ.get("JOADER_CACHE_SIZE"):
                 args += ["--cache-size", os.environ["JOADER_CACHE_SIZE"]]
+            if os.environ.get("JOADER_DISK_CACHE"):  # absolute: the daemon runs in /
+                args += ["--disk-cache", os.path.abspath(os.environ["JOADER_DISK_CACHE"])]
+                if os.environ.get("JOADER_DISK_CACHE_SIZE"):
+                    args += ["--disk-cache-size", os.environ["JOADER_DISK_CACHE_SIZE"]]
             try:
                 proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, close_fds=True,
                                         start_new_session=True, cwd="/")

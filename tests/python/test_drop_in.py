@@ -284,6 +284,29 @@ def test_a_started_daemon_that_exits_while_its_starter_lives_is_reaped_not_left_
     assert run.returncode == 0 and run.stdout.split()[-1] == "reaped", run.stdout + run.stderr
 
 
+def test_a_started_daemon_told_of_a_disk_cache_keeps_the_items_there_and_the_next_one_reads_them_back(
+        autostart_dir, photos):
+    disk = os.path.join(autostart_dir, "disk")
+    env = auto_env(autostart_dir, JOADER_DISK_CACHE=disk)
+    script = SCRIPT.format(python=os.path.join(BUILD, "python"), photos=photos)
+    for run in range(2):
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
+        assert r.returncode == 0 and "joader: started a daemon" in r.stderr, r.stderr
+        deadline = time.monotonic() + 30
+        while True:
+            status = json.loads(joader_cli("status", "--json", env=env).stdout)
+            kept = status["disk_cache"]
+            if kept["queued_bytes"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert kept["dir"] == disk and kept["items"] == 14, kept  # the photos, each decoded once
+        if run == 0:
+            assert status["disk_reads"] == 0 and kept["written"] == kept["items"], status
+        else:  # a new daemon: every item read back, none decoded
+            assert status["disk_reads"] == status["loads"] == kept["items"] and kept["written"] == 0, status
+        assert joader_cli("stop", env=env).returncode == 0
+
+
 def test_a_daemon_that_cannot_start_is_an_error_quoting_its_log(autostart_dir, photos):
     script = SCRIPT.format(python=os.path.join(BUILD, "python"), photos=photos)
     run = subprocess.run([sys.executable, "-c", script], env=auto_env(autostart_dir, JOADER_CACHE_SIZE="lots"),
