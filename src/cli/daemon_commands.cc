@@ -70,6 +70,10 @@ int run_serve(const ServeOptions& o) {
     fmt::print(stderr, "error: --cache-size: {}\n", e.what());
     return 2;
   }
+  if (o.daemon.engine.disk_cache.empty() && o.disk_cache_size != "auto") {
+    fmt::print(stderr, "error: --disk-cache-size needs --disk-cache DIR\n");
+    return 2;
+  }
   if (!o.daemon.engine.disk_cache.empty() && o.disk_cache_size != "auto") {
     try {
       d.engine.disk_cache_bytes = parse_size(o.disk_cache_size);
@@ -162,7 +166,7 @@ int run_serve(const ServeOptions& o) {
     fmt::print(stderr, "joader: disk cache {}: {} items ({}), at most {}{}\n", s.disk_cache().dir(),
                s.disk_cache().items(), human_bytes(double(s.disk_cache().bytes())),
                human_bytes(double(s.disk_cache().capacity())),
-               o.disk_cache_size == "auto" ? " (half the free space at start; --disk-cache-size to choose)" : "");
+               o.disk_cache_size == "auto" ? " (half of it and the free space; --disk-cache-size to choose)" : "");
   }
   if (o.idle_exit > 0) {
     fmt::print(stderr, "joader: exits after {:g} s without a job (--idle-exit)\n", o.idle_exit);
@@ -496,8 +500,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Keep decoded datasets' prepared items in DIR on local disk, across runs: an item found there is "
                   "read back instead of read and decoded again (one daemon per DIR)");
   cmd->add_option("--disk-cache-size", o->disk_cache_size,
-                  "Most bytes --disk-cache may hold, e.g. 200GiB; auto: what it holds plus half of the free space "
-                  "on its filesystem at start")
+                  "Most bytes --disk-cache may hold, e.g. 200GiB; auto: half of what it holds and its filesystem's "
+                  "free space at start")
       ->capture_default_str();
   cmd->add_option("--state", o->state,
                   "File keeping the dataset registrations across restarts (default: SOCKET.datasets.json; 'none': not kept)");

@@ -72,6 +72,10 @@ struct Location {
 struct Space {
   std::string dir;
   std::string dataset, fingerprint, prep;  // its meta
+  uint64_t generation = 0;  // unique to this Space object: a write reserved in a dropped one is discarded
+  uint64_t bytes = 0;       // of the whole records in its segments (what disk_bytes counts for it)
+  uint64_t opened = 0;      // when open_namespace() last asked for it in this process (a sequence number; 0: never)
+  int64_t last_used = 0;    // its meta's mtime when found (seconds): how recently an earlier run used it
   std::vector<std::shared_ptr<Segment>> segments;  // the last one is appended to
   std::unordered_map<uint32_t, Location> index;
   std::unordered_set<uint32_t> queued;
@@ -80,6 +84,7 @@ struct Space {
 
 struct Pending {
   PreparedStore::Namespace ns;
+  uint64_t generation;
   uint32_t item;
   PreparedStore::Shape shape;
   std::vector<uint8_t> bytes;
@@ -91,6 +96,11 @@ bool is_hex_name(const std::string& name) {
   return name.size() == 16 && std::all_of(name.begin(), name.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
+}
+
+bool is_segment_name(const std::string& name) {
+  return name.size() == 10 && name.rfind("seg-", 0) == 0 &&
+         std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::vector<std::string> list_dir(const std::string& dir) {
@@ -106,9 +116,34 @@ std::vector<std::string> list_dir(const std::string& dir) {
   return names;
 }
 
+// This process's own plain folder (or file) that nobody else may write: not a link, not planted.
+bool owned(const std::string& path, bool folder) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && (folder ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) &&
+         st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+// Deletes a namespace folder and the files in it (a link in its place is removed, not followed).
 void remove_tree(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    ::unlink(dir.c_str());
+    return;
+  }
   for (const std::string& name : list_dir(dir)) ::unlink((dir + "/" + name).c_str());
   ::rmdir(dir.c_str());
+}
+
+bool full_pread(int fd, void* buf, size_t n, uint64_t offset) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got, n -= size_t(got), offset += uint64_t(got);
+  }
+  return true;
 }
 
 // Writes all of `parts` at `offset`, going on after short writes. 0, or the errno of the write
@@ -132,15 +167,8 @@ int full_pwritev(int fd, iovec* parts, int count, uint64_t offset) {
   return 0;
 }
 
-bool full_pread(int fd, void* buf, size_t n, uint64_t offset) {
-  auto* p = static_cast<uint8_t*>(buf);
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got, n -= size_t(got), offset += uint64_t(got);
-  }
-  return true;
+void remove_all(const std::vector<std::string>& trash) {
+  for (const std::string& dir : trash) remove_tree(dir);
 }
 
 }  // namespace
@@ -150,7 +178,7 @@ struct PreparedStore::State {
   int lock_fd = -1;
 
   mutable Mutex mu;
-  std::condition_variable changed;  // queue grew, shrank or the writer should stop
+  std::condition_variable changed;  // the queue grew or shrank, a write ended, or the writer should stop
   std::unordered_map<Namespace, Space> spaces JOADER_GUARDED_BY(mu);
   std::deque<Pending> queue JOADER_GUARDED_BY(mu);
   bool writing JOADER_GUARDED_BY(mu) = false;  // the writer holds a record taken from the queue
@@ -159,7 +187,10 @@ struct PreparedStore::State {
   // good); items admitted before are still written, unless writing failed.
   bool full JOADER_GUARDED_BY(mu) = false;
   bool failed JOADER_GUARDED_BY(mu) = false;
-  uint64_t disk_bytes JOADER_GUARDED_BY(mu) = 0;
+  uint64_t disk_bytes JOADER_GUARDED_BY(mu) = 0;  // Σ Space::bytes
+  uint64_t generations JOADER_GUARDED_BY(mu) = 0;
+  uint64_t opens JOADER_GUARDED_BY(mu) = 0;
+  uint64_t trash_count JOADER_GUARDED_BY(mu) = 0;
   Stats stats JOADER_GUARDED_BY(mu);
   std::thread writer;
 
@@ -172,11 +203,17 @@ struct PreparedStore::State {
   void lock_dir() {
     if (::mkdir(options.dir.c_str(), 0700) != 0 && errno != EEXIST)
       throw PreparedStoreError(fmt::format("cannot create the disk cache folder {}: {}", options.dir, errno_text()));
+    // Another user who may write in it, or who planted it (or a link in its place), could swap a
+    // namespace folder for a link and have this process delete or overwrite files elsewhere, or
+    // plant records (a root daemon's would be served to everyone).
+    const int dir_fd = ::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (::stat(options.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw PreparedStoreError(fmt::format("the disk cache {} is not a folder", options.dir));
-    // Another user who may write in it could swap a namespace folder for a link and have this
-    // process remove or overwrite files elsewhere (a root daemon's would be anyone's).
+    const bool is_dir = dir_fd >= 0 && ::fstat(dir_fd, &st) == 0;
+    if (dir_fd >= 0) ::close(dir_fd);
+    if (!is_dir) {
+      throw PreparedStoreError(fmt::format("the disk cache {} is not a folder (a link to one is not taken)",
+                                           options.dir));
+    }
     if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
       throw PreparedStoreError(fmt::format(
           "the disk cache {} belongs to uid {} with mode {:04o}: it must be a folder of uid {} that no one else "
@@ -211,12 +248,11 @@ struct PreparedStore::State {
     auto seg = std::make_shared<Segment>();
     seg->path = path;
     seg->fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (seg->fd < 0) {
+    struct stat st;
+    if (seg->fd < 0 || ::fstat(seg->fd, &st) != 0) {
       log(fmt::format("cannot open {}: {}; left out", path, errno_text()));
       return;
     }
-    struct stat st;
-    ::fstat(seg->fd, &st);
     const uint64_t end = uint64_t(st.st_size);
     uint64_t at = 0;
     while (at + sizeof(RecordHeader) <= end) {
@@ -231,34 +267,117 @@ struct PreparedStore::State {
       if (::ftruncate(seg->fd, off_t(at)) != 0) log(fmt::format("cannot cut {}: {}", path, errno_text()));
     }
     seg->size = at;
-    disk_bytes += at;
+    space.bytes += at;
     space.segments.push_back(std::move(seg));
   }
 
   void load() JOADER_REQUIRES(mu) {
     for (const std::string& name : list_dir(options.dir)) {
       const std::string dir = options.dir + "/" + name;
+      if (name.rfind("trash-", 0) == 0) {  // a drop that a stop interrupted
+        remove_tree(dir);
+        continue;
+      }
       if (!is_hex_name(name)) continue;
+      if (!owned(dir, true)) {
+        log(fmt::format("{} is not a folder of this user that only it may write; left alone", dir));
+        continue;
+      }
       Space space;
       space.dir = dir;
+      space.generation = ++generations;
       std::ifstream meta(dir + "/meta");
-      if (!std::getline(meta, space.dataset) || !std::getline(meta, space.fingerprint) ||
-          !std::getline(meta, space.prep)) {
+      if (!owned(dir + "/meta", false) || !std::getline(meta, space.dataset) ||
+          !std::getline(meta, space.fingerprint) || !std::getline(meta, space.prep)) {
         log(fmt::format("{} has no readable meta; removed", dir));
         remove_tree(dir);
         continue;
       }
+      struct stat st;
+      if (::stat((dir + "/meta").c_str(), &st) == 0) space.last_used = st.st_mtim.tv_sec;
       for (const std::string& file : list_dir(dir)) {
-        if (file.size() != 10 || file.rfind("seg-", 0) != 0 ||
-            !std::all_of(file.begin() + 4, file.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-          continue;
-        }
+        if (!is_segment_name(file)) continue;
         space.next_segment = std::max<uint32_t>(space.next_segment, uint32_t(std::stoul(file.substr(4))) + 1);
-        scan(space, dir + "/" + file);
+        if (owned(dir + "/" + file, false)) {
+          scan(space, dir + "/" + file);
+        } else {
+          log(fmt::format("{}/{} is not a file of this user that only it may write; left out", dir, file));
+        }
       }
       stats.items += space.index.size();
+      disk_bytes += space.bytes;
       spaces.emplace(std::stoull(name, nullptr, 16), std::move(space));
     }
+  }
+
+  // ---- admission ----
+
+  bool admitting() const JOADER_REQUIRES(mu) { return !full && !failed; }
+
+  void fail(const std::string& why) JOADER_REQUIRES(mu) {
+    if (failed) return;
+    failed = true;
+    stats.stopped = why;
+    log(why + "; no more items are admitted, the ones kept are still read");
+  }
+
+  void stop_full() JOADER_REQUIRES(mu) {
+    if (!admitting()) return;
+    full = true;
+    stats.stopped = fmt::format("{} bytes kept or queued, the most allowed is {}", disk_bytes + stats.queued_bytes,
+                                options.capacity);
+    log(stats.stopped + "; no more items are admitted until a dataset is removed, the ones kept are still read");
+  }
+
+  // Room again after a drop (never after a write error).
+  void maybe_resume() JOADER_REQUIRES(mu) {
+    if (full && !failed && disk_bytes + stats.queued_bytes < options.capacity) {
+      full = false;
+      stats.stopped.clear();
+    }
+  }
+
+  // Takes a namespace out of the store: its accounting, its queued items, its folder renamed to a
+  // trash name, which the caller deletes without the lock. Returns that name.
+  std::string detach(std::unordered_map<Namespace, Space>::iterator it) JOADER_REQUIRES(mu) {
+    Space& space = it->second;
+    disk_bytes -= space.bytes;
+    stats.items -= space.index.size();
+    const Namespace ns = it->first;
+    for (auto p = queue.begin(); p != queue.end();) {
+      if (p->ns == ns) {
+        stats.queued_bytes -= sizeof(RecordHeader) + p->bytes.size();
+        p = queue.erase(p);
+      } else {
+        ++p;
+      }
+    }
+    std::string trash = fmt::format("{}/trash-{}-{}", options.dir, ::getpid(), ++trash_count);
+    if (::rename(space.dir.c_str(), trash.c_str()) != 0) trash = space.dir;  // deleted in place
+    spaces.erase(it);
+    maybe_resume();
+    changed.notify_all();
+    return trash;
+  }
+
+  // Makes room for `record` more bytes by detaching namespaces that no open_namespace() of this
+  // process asked for, least recently used first (their folders into `trash`). True if it fits.
+  bool room_for(uint64_t record, Namespace keep, std::vector<std::string>& trash) JOADER_REQUIRES(mu) {
+    while (disk_bytes + stats.queued_bytes + record > options.capacity) {
+      auto oldest = spaces.end();
+      for (auto it = spaces.begin(); it != spaces.end(); ++it) {
+        if (it->second.opened == 0 && it->first != keep &&
+            (oldest == spaces.end() || it->second.last_used < oldest->second.last_used)) {
+          oldest = it;
+        }
+      }
+      if (oldest == spaces.end()) return false;
+      log(fmt::format("dataset '{}' of an earlier run ({}) is not registered now: its kept items are removed to make "
+                      "room",
+                      oldest->second.dataset, oldest->second.dir));
+      trash.push_back(detach(oldest));
+    }
+    return true;
   }
 
   // ---- writing ----
@@ -280,32 +399,16 @@ struct PreparedStore::State {
     return seg;
   }
 
-  bool admitting() const JOADER_REQUIRES(mu) { return !full && !failed; }
-
-  void fail(const std::string& why) JOADER_REQUIRES(mu) {
-    if (failed) return;
-    failed = true;
-    stats.stopped = why;
-    log(why + "; no more items are admitted, the ones kept are still read");
-  }
-
-  void stop_full() JOADER_REQUIRES(mu) {
-    if (!admitting()) return;
-    full = true;
-    stats.stopped = fmt::format("{} bytes kept or queued, the most allowed is {}", disk_bytes + stats.queued_bytes,
-                                options.capacity);
-    log(stats.stopped + "; no more items are admitted until a dataset is removed, the ones kept are still read");
-  }
-
-  // Where the writer appends a record of `record` bytes to `ns`: the segment and the offset,
-  // reserved (only the writer appends). None when the namespace is gone or admission stopped.
+  // Where the writer appends a record of `record` bytes for `p`: the segment and the offset,
+  // reserved (only the writer appends). None when its namespace is gone (or is another one of
+  // the same number now) or writing failed.
   struct Slot {
     std::shared_ptr<Segment> segment;
     uint64_t at = 0;
   };
-  std::optional<Slot> reserve(Namespace ns, uint64_t record) JOADER_REQUIRES(mu) {
-    auto it = spaces.find(ns);
-    if (it == spaces.end() || failed) return std::nullopt;
+  std::optional<Slot> reserve(const Pending& p, uint64_t record) JOADER_REQUIRES(mu) {
+    auto it = spaces.find(p.ns);
+    if (it == spaces.end() || it->second.generation != p.generation || failed) return std::nullopt;
     std::shared_ptr<Segment> seg = segment_for(it->second, record);
     if (!seg) return std::nullopt;
     Slot slot{seg, seg->size};
@@ -315,18 +418,21 @@ struct PreparedStore::State {
 
   void written(const Pending& p, const Slot& slot, uint64_t record, int error) JOADER_REQUIRES(mu) {
     if (error != 0) {
-      slot.segment->size = slot.at;
-      if (::ftruncate(slot.segment->fd, off_t(slot.at)) != 0) {
-        // The scan at the next open cuts a torn tail anyway.
+      if (slot.segment->size == slot.at + record) {
+        slot.segment->size = slot.at;
+        if (::ftruncate(slot.segment->fd, off_t(slot.at)) != 0) {
+          // The scan at the next open cuts a torn tail anyway.
+        }
       }
       fail(fmt::format("writing {} failed: {}", slot.segment->path, std::strerror(error)));
       return;
     }
-    disk_bytes += record;
+    auto it = spaces.find(p.ns);
+    if (it == spaces.end() || it->second.generation != p.generation) return;  // dropped meanwhile: discarded
     ++stats.written;
-    auto it = spaces.find(p.ns);  // still there: drop_namespace waits for the writer
-    if (it != spaces.end() &&
-        it->second.index.insert_or_assign(p.item, Location{slot.segment, slot.at, p.bytes.size(), p.shape}).second) {
+    it->second.bytes += record;
+    disk_bytes += record;
+    if (it->second.index.insert_or_assign(p.item, Location{slot.segment, slot.at, p.bytes.size(), p.shape}).second) {
       ++stats.items;
     }
   }
@@ -339,7 +445,7 @@ struct PreparedStore::State {
       Pending p = std::move(queue.front());
       queue.pop_front();
       const uint64_t record = sizeof(RecordHeader) + p.bytes.size();
-      if (const std::optional<Slot> slot = reserve(p.ns, record)) {
+      if (const std::optional<Slot> slot = reserve(p, record)) {
         writing = true;
         lk.unlock();
         RecordHeader h;
@@ -356,27 +462,30 @@ struct PreparedStore::State {
         written(p, *slot, record, error);
       }
       stats.queued_bytes -= record;
-      if (auto it = spaces.find(p.ns); it != spaces.end()) it->second.queued.erase(p.item);
+      if (auto it = spaces.find(p.ns); it != spaces.end() && it->second.generation == p.generation) {
+        it->second.queued.erase(p.item);
+      }
       changed.notify_all();
     }
   }
 };
 
 PreparedStore::PreparedStore(Options options) : state_(std::make_unique<State>()) {
-  state_->options = std::move(options);
-  state_->lock_dir();
+  State& s = *state_;
+  s.options = std::move(options);
+  s.lock_dir();
   {
-    MutexLock lk(state_->mu);
-    state_->load();
-    if (state_->options.capacity == 0) {
+    MutexLock lk(s.mu);
+    s.load();
+    if (s.options.capacity == 0) {
       struct statvfs fs;
-      const uint64_t free_bytes =
-          ::statvfs(state_->options.dir.c_str(), &fs) == 0 ? uint64_t(fs.f_bavail) * fs.f_frsize : 0;
-      state_->options.capacity = state_->disk_bytes + free_bytes / 2;
+      const uint64_t free_bytes = ::statvfs(s.options.dir.c_str(), &fs) == 0 ? uint64_t(fs.f_bavail) * fs.f_frsize : 0;
+      s.options.capacity = (s.disk_bytes + free_bytes) / 2;
     }
-    if (state_->disk_bytes >= state_->options.capacity) state_->stop_full();
+    // Over the capacity (a smaller one given, or less free space): admission waits until offers
+    // find namespaces of earlier runs that no dataset registered now opens (room_for), or stops.
   }
-  state_->writer = std::thread([s = state_.get()] { s->write_loop(); });
+  s.writer = std::thread([&s] { s.write_loop(); });
 }
 
 PreparedStore::~PreparedStore() {
@@ -397,73 +506,91 @@ PreparedStore::Namespace PreparedStore::namespace_of(const std::string& dataset,
 
 PreparedStore::Namespace PreparedStore::open_namespace(const std::string& dataset, const std::string& fingerprint,
                                                        const std::string& prep) {
+  State& s = *state_;
   const Namespace ns = namespace_of(dataset, fingerprint, prep);
-  std::vector<Namespace> stale;
+  const std::string dir = s.options.dir + "/" + hex(ns);
+  std::vector<std::string> trash;
+  bool exists = false;
   {
-    MutexLock lk(state_->mu);
-    for (const auto& [other, space] : state_->spaces) {
-      if (other != ns && space.dataset == dataset) stale.push_back(other);
+    MutexLock lk(s.mu);
+    for (auto it = s.spaces.begin(); it != s.spaces.end();) {
+      if (it->first != ns && it->second.dataset == dataset) {
+        s.log(fmt::format("dataset '{}' changed (its files or prep): its kept items are removed", dataset));
+        trash.push_back(s.detach(it++));
+      } else {
+        ++it;
+      }
+    }
+    if (auto it = s.spaces.find(ns); it != s.spaces.end()) {
+      it->second.opened = ++s.opens;
+      exists = true;
     }
   }
-  for (Namespace other : stale) {
-    state_->log(fmt::format("dataset '{}' changed (its files or prep): its kept items are removed", dataset));
-    drop_namespace(other);
+  remove_all(trash);
+  if (exists) {
+    ::utimensat(AT_FDCWD, (dir + "/meta").c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // used now (for later runs)
+    return ns;
   }
-  MutexLock lk(state_->mu);
-  if (state_->spaces.count(ns)) return ns;
+  // A new namespace: its folder and meta made without the lock.
+  std::string error;
+  if (::mkdir(dir.c_str(), 0700) != 0 && (errno != EEXIST || !owned(dir, true))) {
+    error = fmt::format("cannot create {}: {}", dir, errno == EEXIST ? "it is not this user's own folder" : errno_text());
+  } else {
+    const std::string meta = dir + "/meta", temporary = meta + ".new";
+    {
+      std::ofstream out(temporary, std::ios::trunc);
+      out << dataset << '\n' << fingerprint << '\n' << prep << '\n';
+      if (!out.flush()) error = fmt::format("cannot write {}", temporary);
+    }
+    if (error.empty() && ::rename(temporary.c_str(), meta.c_str()) != 0) {
+      error = fmt::format("cannot write {}: {}", meta, errno_text());
+    }
+  }
+  MutexLock lk(s.mu);
+  if (!error.empty()) {
+    s.fail(error);
+    return ns;
+  }
+  if (auto it = s.spaces.find(ns); it != s.spaces.end()) {  // another thread opened it meanwhile
+    it->second.opened = ++s.opens;
+    return ns;
+  }
   Space space;
-  space.dir = state_->options.dir + "/" + hex(ns);
+  space.dir = dir;
   space.dataset = dataset, space.fingerprint = fingerprint, space.prep = prep;
-  if (::mkdir(space.dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    state_->fail(fmt::format("cannot create {}: {}", space.dir, errno_text()));
-    return ns;
-  }
-  const std::string meta = space.dir + "/meta", temporary = meta + ".new";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << dataset << '\n' << fingerprint << '\n' << prep << '\n';
-    if (!out.flush()) {
-      state_->fail(fmt::format("cannot write {}", temporary));
-      return ns;
-    }
-  }
-  if (::rename(temporary.c_str(), meta.c_str()) != 0) {
-    state_->fail(fmt::format("cannot write {}: {}", meta, errno_text()));
-    return ns;
-  }
-  state_->spaces.emplace(ns, std::move(space));
+  space.generation = ++s.generations;
+  space.opened = ++s.opens;
+  s.spaces.emplace(ns, std::move(space));
   return ns;
 }
 
 void PreparedStore::drop_namespace(Namespace ns) {
-  MutexLock lk(state_->mu);
-  // Not while the writer appends to it: its record would land in a removed file.
-  while (state_->writing) state_->changed.wait(lk.native());
-  auto it = state_->spaces.find(ns);
-  if (it == state_->spaces.end()) return;
-  for (const auto& seg : it->second.segments) state_->disk_bytes -= seg->size;
-  state_->stats.items -= it->second.index.size();
-  remove_tree(it->second.dir);
-  state_->spaces.erase(it);
-  std::erase_if(state_->queue, [&](const Pending& p) {
-    if (p.ns != ns) return false;
-    state_->stats.queued_bytes -= sizeof(RecordHeader) + p.bytes.size();
-    return true;
-  });
-  if (state_->full && !state_->failed &&
-      state_->disk_bytes + state_->stats.queued_bytes < state_->options.capacity) {  // room again
-    state_->full = false;
-    state_->stats.stopped.clear();
+  std::string trash;
+  {
+    MutexLock lk(state_->mu);
+    auto it = state_->spaces.find(ns);
+    if (it == state_->spaces.end()) return;
+    trash = state_->detach(it);
   }
+  remove_tree(trash);
+}
+
+void PreparedStore::forget(Namespace ns, uint32_t item) {
+  MutexLock lk(state_->mu);
+  auto it = state_->spaces.find(ns);
+  if (it != state_->spaces.end() && it->second.index.erase(item) != 0) --state_->stats.items;
 }
 
 std::optional<PreparedStore::Entry> PreparedStore::find(Namespace ns, uint32_t item) const {
   MutexLock lk(state_->mu);
   auto it = state_->spaces.find(ns);
-  if (it == state_->spaces.end()) return std::nullopt;
-  auto at = it->second.index.find(item);
-  if (at == it->second.index.end()) return std::nullopt;
-  return Entry{at->second.length, at->second.shape};
+  if (it != state_->spaces.end()) {
+    if (auto at = it->second.index.find(item); at != it->second.index.end()) {
+      return Entry{at->second.length, at->second.shape};
+    }
+  }
+  ++state_->stats.misses;
+  return std::nullopt;
 }
 
 bool PreparedStore::read(Namespace ns, uint32_t item, std::span<uint8_t> out) {
@@ -508,21 +635,37 @@ bool PreparedStore::read(Namespace ns, uint32_t item, std::span<uint8_t> out) {
 }
 
 bool PreparedStore::offer(Namespace ns, uint32_t item, Shape shape, std::span<const uint8_t> bytes) {
-  MutexLock lk(state_->mu);
   State& s = *state_;
-  auto it = s.spaces.find(ns);
-  if (it == s.spaces.end() || !s.admitting() || s.stopping) return false;
-  if (it->second.index.count(item) || it->second.queued.count(item)) return false;
   const uint64_t record = sizeof(RecordHeader) + bytes.size();
-  if (record > s.options.segment_bytes || record > s.options.capacity) return false;  // never fits
-  if (s.disk_bytes + s.stats.queued_bytes + record > s.options.capacity) {
-    s.stop_full();
+  std::vector<std::string> trash;
+  uint64_t generation = 0;
+  {
+    MutexLock lk(s.mu);
+    auto it = s.spaces.find(ns);
+    if (it == s.spaces.end() || !s.admitting() || s.stopping) return false;
+    if (it->second.index.count(item) || it->second.queued.count(item)) return false;
+    if (record > s.options.segment_bytes || record > s.options.capacity || record > s.options.queue_bytes) {
+      return false;  // never fits
+    }
+    if (!s.room_for(record, ns, trash)) {
+      s.stop_full();
+    } else if (s.stats.queued_bytes + record <= s.options.queue_bytes) {  // else the disk is behind: not now
+      generation = it->second.generation;  // (room_for detaches only other namespaces: `it` stands)
+      it->second.queued.insert(item);
+      s.stats.queued_bytes += record;  // held for it while it is copied without the lock
+    }
+  }
+  remove_all(trash);
+  if (generation == 0) return false;
+  Pending pending{ns, generation, item, shape, std::vector<uint8_t>(bytes.begin(), bytes.end())};
+  MutexLock lk(s.mu);
+  auto it = s.spaces.find(ns);
+  if (it == s.spaces.end() || it->second.generation != generation) {  // dropped meanwhile
+    s.stats.queued_bytes -= record;
+    s.maybe_resume();
     return false;
   }
-  if (s.stats.queued_bytes + record > s.options.queue_bytes) return false;  // the disk is behind
-  it->second.queued.insert(item);
-  s.queue.push_back(Pending{ns, item, shape, std::vector<uint8_t>(bytes.begin(), bytes.end())});
-  s.stats.queued_bytes += record;
+  s.queue.push_back(std::move(pending));
   s.changed.notify_all();
   return true;
 }
@@ -535,9 +678,9 @@ void PreparedStore::flush() {
 PreparedStore::Stats PreparedStore::stats() const {
   MutexLock lk(state_->mu);
   Stats out = state_->stats;
+  out.bytes = state_->disk_bytes;
   out.admitting = state_->admitting();
   out.capacity = state_->options.capacity;
-  out.bytes = state_->disk_bytes;
   return out;
 }
 

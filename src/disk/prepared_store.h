@@ -13,7 +13,13 @@
 //                           for dropping a dataset's old namespace when its files or prep change)
 //   <namespace>/seg-NNNNNN  segments of at most kSegmentBytes: records, each a RecordHeader (item,
 //                           shape, length, checksums) and the item's bytes
-// <namespace> is 16 hex digits (namespace_of()). Few large files, appended to, never rewritten.
+//   trash-*                 a dropped namespace's folder, being deleted (removed at opening if left)
+// <namespace> is 16 hex digits (namespace_of()). Few large files, appended to, never rewritten; one
+// descriptor kept open per segment.
+//
+// Trust: DIR must be a real folder (not a link) of this process's uid that no one else may write,
+// so that nobody can plant or swap what is in it; a namespace folder or segment in it that is not
+// this uid's own plain folder or file (left from before DIR was made private) is left alone, unread.
 //
 // Integrity: every record carries an XXH3 checksum of its header and of its bytes. Opening scans
 // every segment; the first record that is torn (a process killed mid-write) or corrupt ends that
@@ -22,10 +28,12 @@
 // again. Nothing is trusted that was not checked.
 //
 // Admission: every item offered while fewer than `capacity` bytes are stored (epochs touch every
-// item uniformly, so a fixed set is as good as any policy); nothing is evicted except a whole
-// namespace, when its dataset is removed or changes. Writes run on a background thread from a
-// queue of copied bytes bounded by queue_bytes: offering an item never waits for the disk (an item
-// offered while the queue is full is not admitted). A write error (a full disk, EIO) stops
+// item uniformly, so a fixed set is as good as any policy). Nothing is evicted but whole
+// namespaces: a dataset's when it is removed or changes, and, when the store is full, those that
+// no open_namespace() of this process asked for (datasets of earlier runs not registered now),
+// least recently opened first. Writes run on a background thread from a queue of copied bytes
+// bounded by queue_bytes: offering an item never waits for the disk (an item offered while the
+// queue is full, or larger than the queue, is not kept). A write error (a full disk, EIO) stops
 // admission for good, with one log line; reads go on.
 //
 // Thread safety: every member may be called from any thread.
@@ -54,7 +62,8 @@ class PreparedStore {
 
   struct Options {
     std::string dir;
-    // Bytes of records at most; 0: what DIR holds at opening plus half of its filesystem's free space.
+    // Bytes of records at most; 0: half of what DIR holds at opening plus its filesystem's free
+    // space (so that restarts do not ratchet it up).
     uint64_t capacity = 0;
     uint64_t queue_bytes = uint64_t{64} << 20;   // bytes of records waiting to be written, at most
     uint64_t segment_bytes = kSegmentBytes;      // a segment file's size at most (tests make it small)
@@ -76,8 +85,11 @@ class PreparedStore {
   // Makes the namespace of `dataset` as now indexed ready for records, and drops every other
   // namespace whose meta names `dataset` (its files or prep changed since). Returns it.
   Namespace open_namespace(const std::string& dataset, const std::string& fingerprint, const std::string& prep);
-  // Forgets and deletes a namespace's records (its dataset was removed).
+  // Forgets and deletes a namespace's records (its dataset was removed). Never waits for the writer:
+  // a record being written to it is discarded.
   void drop_namespace(Namespace ns);
+  // Forgets one item's record (the caller found it unfit), so that it may be offered again.
+  void forget(Namespace ns, uint32_t item);
 
   struct Shape {
     uint32_t width = 0, height = 0;  // as the arena records the item (0 × 0 for raw bytes)
@@ -87,7 +99,7 @@ class PreparedStore {
     uint64_t length = 0;
     Shape shape;
   };
-  // The item's record, if one is stored (its bytes are checked when read).
+  // The item's record, if one is stored (its bytes are checked when read); counts a miss if not.
   std::optional<Entry> find(Namespace ns, uint32_t item) const;
   // Reads the item's bytes into `out`, which must be exactly its length. False when it is not
   // stored, or its record turned out short or corrupt (then it is forgotten: the caller prepares
@@ -105,7 +117,7 @@ class PreparedStore {
     uint64_t bytes = 0;          // of records indexed (headers included)
     uint64_t items = 0;
     uint64_t hits = 0;           // reads that returned the bytes
-    uint64_t misses = 0;         // reads of items not stored
+    uint64_t misses = 0;         // lookups (find, read) of items not stored
     uint64_t corrupt = 0;        // records dropped as short or corrupt (at open and on reads)
     uint64_t written = 0;        // records written by this process
     uint64_t queued_bytes = 0;   // of records waiting to be written (headers included)

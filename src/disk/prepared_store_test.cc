@@ -118,6 +118,7 @@ TEST(PreparedStore, ItemsOfferedAreReadBackByteForByteInThisRunAndAfterTheStoreI
   for (uint32_t item = 0; item < 200; ++item) ASSERT_TRUE(reads_back(store, ns, item)) << item;
   EXPECT_EQ(store.find(ns, 199)->shape, (PreparedStore::Shape{199, 200}));
   EXPECT_FALSE(store.find(ns, 200));
+  EXPECT_EQ(store.stats().misses, 1u) << "a lookup of an item not stored";
   EXPECT_EQ(store.stats().hits, 200u);
   EXPECT_EQ(store.stats().corrupt, 0u);
 }
@@ -181,6 +182,74 @@ TEST(PreparedStore, AFolderOthersMayWriteIsRefused) {
   }
   ASSERT_EQ(::chmod(shared.c_str(), 0755), 0);
   PreparedStore store(o);
+}
+
+TEST(PreparedStore, ALinkInPlaceOfTheFolderOrOfANamespaceInItIsNotFollowed) {
+  TempDir dir;
+  const std::string elsewhere = dir.path + "/elsewhere";
+  std::filesystem::create_directories(elsewhere);
+  { std::ofstream(elsewhere + "/precious") << "x"; }
+  std::filesystem::create_directory_symlink(elsewhere, dir.path + "/cache");
+  EXPECT_THROW(PreparedStore{options(dir.path)}, PreparedStoreError) << "DIR itself a link";
+  std::filesystem::remove(dir.path + "/cache");
+  std::filesystem::create_directories(dir.path + "/cache");
+  std::filesystem::create_directory_symlink(elsewhere, dir.path + "/cache/00112233aabbccdd");
+  std::vector<std::string> log;
+  {
+    PreparedStore store(logged(options(dir.path), &log));
+    EXPECT_EQ(store.stats().items, 0u);
+    const PreparedStore::Namespace ns = store.open_namespace("train", "fp", "raw");
+    offer_all(store, ns, 0, 3);
+    store.drop_namespace(ns);
+  }
+  ASSERT_EQ(notable(log).size(), 1u);
+  EXPECT_NE(notable(log)[0].find("00112233aabbccdd is not a folder of this user"), std::string::npos) << log[0];
+  EXPECT_TRUE(std::filesystem::exists(elsewhere + "/precious")) << "nothing deleted through the link";
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path + "/cache/00112233aabbccdd")) << "left alone";
+}
+
+TEST(PreparedStore, ANamespaceDroppedWhileItsItemsAreWrittenKeepsNothingAndCountsNothing) {
+  TempDir dir;
+  PreparedStore store(options(dir.path));
+  for (int round = 0; round < 20; ++round) {
+    const PreparedStore::Namespace ns = store.open_namespace("train", "fp", "raw");
+    for (uint32_t item = 0; item < 50; ++item) store.offer(ns, item, {}, bytes_of(item, length_of(item)));
+    store.drop_namespace(ns);  // with records queued and one being written, most rounds
+    EXPECT_EQ(store.stats().items, 0u);
+    EXPECT_EQ(store.stats().bytes, 0u);
+  }
+  store.flush();
+  const PreparedStore::Stats s = store.stats();
+  EXPECT_EQ(s.items, 0u);
+  EXPECT_EQ(s.bytes, 0u);
+  EXPECT_EQ(s.queued_bytes, 0u);
+  const PreparedStore::Namespace ns = store.open_namespace("train", "fp", "raw");
+  offer_all(store, ns, 0, 10);
+  for (uint32_t item = 0; item < 10; ++item) EXPECT_TRUE(reads_back(store, ns, item)) << item;
+  EXPECT_EQ(store.stats().items, 10u);
+}
+
+TEST(PreparedStore, DatasetsOfEarlierRunsThatNoneOpensNowGiveTheirRoomWhenTheStoreIsFull) {
+  TempDir dir;
+  const uint64_t capacity = 30 * (40 + 3100);
+  PreparedStore::Namespace old_ns;
+  {
+    PreparedStore store(options(dir.path, capacity));
+    old_ns = store.open_namespace("last-week", "fp", "raw");
+    uint32_t item = 0;
+    while (store.offer(old_ns, item, {}, bytes_of(item, length_of(item)))) ++item;
+    store.flush();
+    EXPECT_FALSE(store.stats().admitting);
+  }
+  std::vector<std::string> log;
+  PreparedStore store(logged(options(dir.path, capacity), &log));
+  const PreparedStore::Namespace kept = store.open_namespace("train", "fp", "raw");
+  EXPECT_TRUE(store.stats().admitting);
+  offer_all(store, kept, 0, 20);
+  EXPECT_FALSE(store.find(old_ns, 0)) << "last week's dataset, not registered now, made room";
+  for (uint32_t item = 0; item < 20; ++item) EXPECT_TRUE(reads_back(store, kept, item)) << item;
+  ASSERT_FALSE(notable(log).empty());
+  EXPECT_NE(notable(log)[0].find("dataset 'last-week' of an earlier run"), std::string::npos) << notable(log)[0];
 }
 
 TEST(PreparedStore, ARecordCorruptedOnDiskIsNeverServedAndTheItemCanBeWrittenAgain) {

@@ -22,8 +22,10 @@ namespace joader {
 
 std::string prepared_bytes_identity(const PrepSpec& spec) {
   constexpr int kPreparationVersion = 1;
+  // libjpeg-turbo has no run-time version call: its version as built (Debian rebuilds us with it).
   return spec.describe() + "; joader preparation " + std::to_string(kPreparationVersion) + ", libjpeg-turbo " +
-         std::to_string(LIBJPEG_TURBO_VERSION_NUMBER) + ", libpng " + png_get_libpng_ver(nullptr);
+         std::to_string(LIBJPEG_TURBO_VERSION_NUMBER) + ", libpng " + png_get_libpng_ver(nullptr) + ", " +
+         other_decoder_versions();
 }
 namespace {
 

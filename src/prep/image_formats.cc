@@ -577,4 +577,13 @@ void decode_other_format(ImageFormat format, std::span<const uint8_t> encoded, u
   }
 }
 
+std::string other_decoder_versions() {
+  const int webp = WebPGetDecoderVersion();
+  std::string tiff = TIFFGetVersion();  // "LIBTIFF, Version 4.5.0\nCopyright ..."
+  tiff = tiff.substr(0, tiff.find('\n'));
+  return "libwebp " + std::to_string(webp >> 16) + "." + std::to_string((webp >> 8) & 0xff) + "." +
+         std::to_string(webp & 0xff) + ", " + tiff + ", giflib " + std::to_string(GIFLIB_MAJOR) + "." +
+         std::to_string(GIFLIB_MINOR) + "." + std::to_string(GIFLIB_RELEASE);
+}
+
 }  // namespace joader

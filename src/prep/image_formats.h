@@ -32,6 +32,9 @@ enum class ImageFormat { kUnknown, kJpeg, kPng, kWebp, kTiff, kBmp, kPnm, kGif }
 
 // The format PIL would recognise from the first bytes (its plugins' magic bytes); kUnknown if none.
 ImageFormat sniff_format(std::span<const uint8_t> head);
+// The versions of the libraries decoding these formats, as loaded (giflib's as built), e.g.
+// "libwebp 1.2.4, libtiff 4.5.0, giflib 5.2.1".
+std::string other_decoder_versions();
 // "JPEG", "PNG", "WEBP", "TIFF", "BMP", "PPM", "GIF", "unknown".
 const char* format_name(ImageFormat format);
 

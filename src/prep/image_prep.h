@@ -30,7 +30,8 @@ struct PrepSpec {
 };
 
 // What the bytes prepare() gives for `spec` depend on: its description, the version of Joader's
-// preparation code (bumped whenever the bytes for some spec change) and the decoders' versions.
+// preparation code (bumped whenever the bytes for some spec change) and the decoders' versions
+// (as loaded where the library can say; libjpeg-turbo's and giflib's as built).
 // A copy of prepared bytes that outlives the daemon (the disk tier) is keyed by it, so that an
 // upgrade never serves bytes another build prepared.
 std::string prepared_bytes_identity(const PrepSpec& spec);

@@ -16,6 +16,7 @@
 
 #include "prep/image_prep.h"
 #include "server/engine.h"
+#include "source/source.h"
 #include "testing/requests.h"
 
 namespace joader {
@@ -150,6 +151,55 @@ TEST(DiskTier, ACorruptRecordIsDecodedAgainAndRewritten) {
   EXPECT_EQ(s.disk_reads(), 19u);
   EXPECT_EQ(s.disk_cache().corrupt(), 1u);
   EXPECT_EQ(s.disk_cache().written(), 1u) << "the item decoded again is kept again";
+}
+
+TEST(DiskTier, ADatasetRegisteredAgainWithAnotherSourceOfLookalikeItemsIsNotServedTheOldOnes) {
+  TempDir dir;
+  v1::AddDatasetRequest add = synthetic("train", 20);  // items "synthetic:<id>", size 0, no mtime
+  {
+    Engine engine(disk_engine(dir.path));
+    engine.add_dataset(add, {});
+    one_epoch(engine, "train");
+    engine.disk_cache()->flush();
+  }
+  add.set_source("synthetic:20:16x12");  // the same item list, other pictures
+  Engine engine(disk_engine(dir.path));
+  engine.add_dataset(add, {});
+  one_epoch(engine, "train");
+  EXPECT_EQ(engine.status().disk_reads(), 0u);
+}
+
+TEST(DiskTier, ARecordOfAnotherLengthThanTheItemsBlockIsNotUsedButReplaced) {
+  TempDir dir;
+  const v1::AddDatasetRequest add = synthetic("train", 20);
+  std::map<uint32_t, Item> decoded;
+  {
+    Engine engine(disk_engine(dir.path));
+    engine.add_dataset(add, {});
+    decoded = one_epoch(engine, "train");
+    engine.disk_cache()->flush();
+  }
+  {  // Item 3's record replaced by a whole, intact record of a 4x4 image: not its 8x8 crop.
+    PreparedStore::Options o;
+    o.dir = dir.path + "/disk";
+    o.capacity = 64 << 20;
+    PreparedStore store(o);
+    PrepSpec spec;
+    spec.raw = false;
+    spec.crop = 8;
+    const PreparedStore::Namespace ns = store.open_namespace(
+        "train", add.source() + '\n' + content_fingerprint(*open_source(add.source())), prepared_bytes_identity(spec));
+    ASSERT_TRUE(store.find(ns, 3)) << "the engine's namespace, as computed here";
+    store.forget(ns, 3);
+    ASSERT_TRUE(store.offer(ns, 3, {4, 4}, std::vector<uint8_t>(4 * 4 * 3, 7)));
+  }
+  Engine engine(disk_engine(dir.path));
+  engine.add_dataset(add, {});
+  EXPECT_EQ(one_epoch(engine, "train"), decoded);
+  engine.disk_cache()->flush();
+  const v1::StatusReply s = engine.status();
+  EXPECT_EQ(s.disk_reads(), 19u);
+  EXPECT_EQ(s.disk_cache().written(), 1u) << "its right bytes kept again";
 }
 
 // Two images whose JPEG files have the same size (the shorter padded after its end marker, which

@@ -90,8 +90,9 @@ v1::DatasetInfo Engine::add_dataset(const v1::AddDatasetRequest& req, const std:
   }
   size_items(*ds, indexing);
   if (disk_ && !ds->prep.raw) {
-    ds->disk_namespace =
-        disk_->open_namespace(req.name(), content_fingerprint(*ds->source), prepared_bytes_identity(ds->prep));
+    // The source spec too: a synthetic source's items or an LMDB's keys can look alike in two sources.
+    ds->disk_namespace = disk_->open_namespace(req.name(), req.source() + '\n' + content_fingerprint(*ds->source),
+                                               prepared_bytes_identity(ds->prep));
   }
   std::pair<std::vector<SavedDataset>, uint64_t> saved;
   v1::DatasetInfo out;
@@ -210,6 +211,7 @@ v1::StatusReply Engine::status() {
   const uint64_t huge_bytes = arena_.huge_page_bytes();
   const std::string pages = arena_page_setting();
   const bool ready = arena_.ready();
+  const std::optional<PreparedStore::Stats> disk = disk_ ? std::optional(disk_->stats()) : std::nullopt;
   Lock lk(*this);
   v1::StatusReply out = state_.status(now());
   out.set_arena_huge_bytes(huge_bytes);
@@ -218,8 +220,8 @@ v1::StatusReply Engine::status() {
   out.set_loader_threads(static_cast<uint32_t>(loaders_.size()));
   out.set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
   out.set_pid(static_cast<uint32_t>(getpid()));
-  if (disk_) {
-    const PreparedStore::Stats d = disk_->stats();
+  if (disk) {
+    const PreparedStore::Stats& d = *disk;
     v1::DiskCacheStatus* s = out.mutable_disk_cache();
     s->set_dir(options_.disk_cache);
     s->set_capacity(d.capacity);
@@ -283,7 +285,8 @@ void Engine::loader_loop() {
     lk.unlock();
     std::span<uint8_t> block;
     if (claimed && claimed->extents.size() == 1) block = {arena_.data() + claimed->extents[0].offset, claimed->length};
-    const LoadedItem loaded = load_item(*task->dataset, task->item, block, raw, prepared, disk_.get());
+    const LoadedItem loaded =
+        load_item(*task->dataset, task->item, block, raw, prepared, disk_.get(), claimed ? claimed->length : 0);
     // Split between blocks: prepared, then copied (pinned, so no lock needed).
     if (claimed && block.empty() && loaded.error.empty()) copy_in(claimed->extents, prepared);
     lk.lock();

@@ -10,10 +10,16 @@ namespace joader {
 namespace {
 
 // The item from the disk tier into the block (or `prepared`), if it holds it whole and intact.
-bool read_back(PreparedStore& disk, uint64_t ns, ItemId item, std::span<uint8_t> block,
+bool read_back(PreparedStore& disk, uint64_t ns, ItemId item, std::span<uint8_t> block, uint64_t expected_length,
                std::vector<uint8_t>& prepared, LoadedItem& out) {
   const std::optional<PreparedStore::Entry> entry = disk.find(ns, item);
-  if (!entry || (!block.empty() && entry->length != block.size())) return false;
+  if (!entry) return false;
+  if (entry->length != uint64_t{entry->shape.width} * entry->shape.height * 3 ||
+      (expected_length != 0 && entry->length != expected_length) ||
+      (!block.empty() && entry->length != block.size())) {
+    disk.forget(ns, item);  // not what this item's arena bytes must be: prepared and kept again
+    return false;
+  }
   if (block.empty()) prepared.resize(entry->length);
   if (!disk.read(ns, item, block.empty() ? std::span<uint8_t>(prepared) : block)) return false;
   out.shape = {entry->shape.width, entry->shape.height};
@@ -24,10 +30,11 @@ bool read_back(PreparedStore& disk, uint64_t ns, ItemId item, std::span<uint8_t>
 }  // namespace
 
 LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, std::vector<uint8_t>& raw,
-                     std::vector<uint8_t>& prepared, PreparedStore* disk) {
+                     std::vector<uint8_t>& prepared, PreparedStore* disk, uint64_t expected_length) {
   LoadedItem out;
   const auto start = std::chrono::steady_clock::now();
-  if (disk && ds.disk_namespace && read_back(*disk, *ds.disk_namespace, item, block, prepared, out)) {
+  if (disk && ds.disk_namespace &&
+      read_back(*disk, *ds.disk_namespace, item, block, expected_length, prepared, out)) {
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
   }

@@ -27,11 +27,13 @@ struct LoadedItem {
 
 // Reads and prepares `item` of `ds`: into `block` when it is not empty (the item's one claimed
 // arena block), else into `prepared`. `raw` is scratch for the encoded bytes. With a disk tier
-// (`disk`, and ds.disk_namespace set): an item it holds is read back from it instead (when its
-// length fits the block), and one prepared is offered to it. Thread-safe for distinct buffers (a
+// (`disk`, and ds.disk_namespace set): an item it holds is read back from it instead, and one
+// prepared is offered to it. A record is used only if it is whole RGB (width · height · 3 bytes)
+// and, when `expected_length` is not 0 (the bytes claimed for it), exactly that long; else it is
+// forgotten and the item prepared (and offered) again. Thread-safe for distinct buffers (a
 // Source's reads, the preparation and PreparedStore are).
 LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, std::vector<uint8_t>& raw,
-                     std::vector<uint8_t>& prepared, PreparedStore* disk = nullptr);
+                     std::vector<uint8_t>& prepared, PreparedStore* disk = nullptr, uint64_t expected_length = 0);
 
 // Seconds per load in fixed buckets (kBounds[i] is the upper bound of bucket i; one more bucket for
 // the rest), as `status` and the metrics report them. Not thread-safe.
