@@ -21,18 +21,12 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include "testing/temp_dir.h"
 
 namespace joader {
 namespace {
 
-struct TempDir {
-  explicit TempDir(const char* parent = "/tmp") {
-    std::string tmpl = std::string(parent) + "/joader-disk-test-XXXXXX";
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using test_support::TempDir;
 
 // An item's bytes, a function of (seed, item) only, so that any reader can tell them right.
 std::vector<uint8_t> bytes_of(uint32_t item, size_t length, uint32_t seed = 1) {

@@ -14,18 +14,12 @@
 #include <gtest/gtest.h>
 
 #include "common/protocol.h"
+#include "testing/temp_dir.h"
 
 namespace joader {
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/joader-state-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using test_support::TempDir;
 
 SavedDataset request(const std::string& name, const std::string& source, uint32_t crop, bool skip) {
   SavedDataset saved{{}, "00112233445566" + std::to_string(crop % 100), crop + 7u};

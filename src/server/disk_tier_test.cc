@@ -18,6 +18,7 @@
 #include "server/engine.h"
 #include "source/source.h"
 #include "testing/requests.h"
+#include "testing/temp_dir.h"
 
 namespace joader {
 namespace {
@@ -25,14 +26,7 @@ namespace {
 using test_support::job_request;
 using test_support::synthetic;
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/joader-disk-tier-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using test_support::TempDir;
 
 EngineOptions disk_engine(const std::string& dir) {
   EngineOptions o;
