@@ -76,6 +76,15 @@ std::map<uint32_t, Item> one_epoch(Engine& engine, const std::string& dataset) {
   return items;
 }
 
+// A first daemon's epoch of the dataset (decoded, and kept in the tier once this returns).
+std::map<uint32_t, Item> first_daemons_epoch(const std::string& dir, const v1::AddDatasetRequest& add) {
+  Engine engine(disk_engine(dir));
+  engine.add_dataset(add, {});
+  std::map<uint32_t, Item> decoded = one_epoch(engine, add.name());
+  engine.disk_cache()->flush();
+  return decoded;
+}
+
 std::vector<std::string> segments(const std::string& disk) {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::recursive_directory_iterator(disk)) {
@@ -123,13 +132,7 @@ TEST(DiskTier, ARestartedDaemonReadsEveryItemBackInsteadOfDecodingItWithTheSameB
 TEST(DiskTier, ACorruptRecordIsDecodedAgainAndRewritten) {
   TempDir dir;
   const v1::AddDatasetRequest add = synthetic("train", 20);
-  std::map<uint32_t, Item> decoded;
-  {
-    Engine engine(disk_engine(dir.path));
-    engine.add_dataset(add, {});
-    decoded = one_epoch(engine, "train");
-    engine.disk_cache()->flush();
-  }
+  const std::map<uint32_t, Item> decoded = first_daemons_epoch(dir.path, add);
   const std::vector<std::string> segs = segments(dir.path + "/disk");
   ASSERT_EQ(segs.size(), 1u);
   {
@@ -150,12 +153,7 @@ TEST(DiskTier, ACorruptRecordIsDecodedAgainAndRewritten) {
 TEST(DiskTier, ADatasetRegisteredAgainWithAnotherSourceOfLookalikeItemsIsNotServedTheOldOnes) {
   TempDir dir;
   v1::AddDatasetRequest add = synthetic("train", 20);  // items "synthetic:<id>", size 0, no mtime
-  {
-    Engine engine(disk_engine(dir.path));
-    engine.add_dataset(add, {});
-    one_epoch(engine, "train");
-    engine.disk_cache()->flush();
-  }
+  first_daemons_epoch(dir.path, add);
   add.set_source("synthetic:20:16x12");  // the same item list, other pictures
   Engine engine(disk_engine(dir.path));
   engine.add_dataset(add, {});
@@ -166,13 +164,7 @@ TEST(DiskTier, ADatasetRegisteredAgainWithAnotherSourceOfLookalikeItemsIsNotServ
 TEST(DiskTier, ARecordOfAnotherLengthThanTheItemsBlockIsNotUsedButReplaced) {
   TempDir dir;
   const v1::AddDatasetRequest add = synthetic("train", 20);
-  std::map<uint32_t, Item> decoded;
-  {
-    Engine engine(disk_engine(dir.path));
-    engine.add_dataset(add, {});
-    decoded = one_epoch(engine, "train");
-    engine.disk_cache()->flush();
-  }
+  const std::map<uint32_t, Item> decoded = first_daemons_epoch(dir.path, add);
   {  // Item 3's record replaced by a whole, intact record of a 4x4 image: not its 8x8 crop.
     PreparedStore::Options o;
     o.dir = dir.path + "/disk";
