@@ -3,6 +3,7 @@
 prepared size is several times the arena.
 
     sudo /usr/bin/python3 bench/disk_tier.py --build build [--count 3000] [--cache 256MiB] [--runs 3]
+    sudo /usr/bin/python3 bench/disk_tier.py --build build --speeds 1,1,0.5,0.25 [--epochs 2] [--runs 3]
 
 Makes (once, in --data) an ImageFolder of --count real-photo JPEGs whose longer side is 500 pixels
 (tests/data/make_photos.py), stored at their own size (decoded, ~560 KB each in the arena). Then,
@@ -16,6 +17,11 @@ Before every epoch the page cache is dropped (echo 3 > /proc/sys/vm/drop_caches:
 without root it says so and the disk reads may come from memory). Each epoch's images/s, the
 daemon's loads and disk reads, and the bytes the block devices read (/proc/diskstats) are printed
 as JSON lines, then the medians.
+
+With --speeds: k jobs at once (joader_test_client, batch 64, --epochs each, started together), job
+j consuming a batch every --batch-ms / speed_j milliseconds, alternating a daemon without the tier
+and one with an empty tier (the page cache dropped before each): each job's images/s, and the
+daemon's decodes and disk reads per delivery.
 """
 import argparse
 import json
@@ -66,6 +72,44 @@ def epoch(args, daemon, label, can_drop):
     return row
 
 
+def k_jobs(args, daemon, label, can_drop, workdir):
+    """k jobs started together at the --speeds paces; their images/s and the daemon's loads."""
+    drop_caches(can_drop)
+    gate = os.path.join(workdir, "gate")
+    if os.path.exists(gate):
+        os.unlink(gate)
+    speeds = [float(x) for x in args.speeds.split(",")]
+    procs = []
+    for j, speed in enumerate(speeds):
+        out = open(os.path.join(workdir, f"job{j}.out"), "w+")
+        procs.append((subprocess.Popen([os.path.join(args.build, "joader_test_client"), "--socket", daemon.socket,
+                                        "--dataset", "photos", "--batch", "64", "--epochs", str(args.epochs),
+                                        "--delay-ms", str(int(args.batch_ms / speed)), "--start-gate", gate,
+                                        "--name", f"job{j}"], stdout=out, stderr=subprocess.PIPE, text=True), out))
+    before = daemon.status()
+    time.sleep(0.5)  # every job waits at the gate
+    start = time.monotonic()
+    with open(gate, "w"):
+        pass
+    rates = []
+    for proc, out in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"a job failed: {err}")
+        elapsed = time.monotonic() - start
+        out.seek(0)
+        rates.append(round(sum(1 for _ in out) / elapsed, 1))
+        out.close()
+    after = daemon.status()
+    deliveries = after["deliveries"] - before["deliveries"]
+    loads = after["loads"] - before["loads"]
+    reads = after["disk_reads"] - before["disk_reads"]
+    row = {"run": label, "items_per_s": rates, "decodes_per_delivery": round((loads - reads) / deliveries, 3),
+           "disk_reads_per_delivery": round(reads / deliveries, 3)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def wait_written(daemon):
     while daemon.status().get("disk_cache", {}).get("queued_bytes", 0) > 0:
         time.sleep(0.1)
@@ -87,6 +131,9 @@ def main():
     p.add_argument("--cache", default="256MiB")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--speeds", help="k jobs at once at these relative paces, e.g. 1,1,0.5,0.25")
+    p.add_argument("--batch-ms", type=float, default=20, help="with --speeds: a speed-1 job's time per batch")
+    p.add_argument("--epochs", type=int, default=2, help="with --speeds: each job's epochs")
     args = p.parse_args()
     can_drop = os.geteuid() == 0
     if not can_drop:
@@ -98,7 +145,15 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(prefix="joader-disk-tier-") as workdir:
         os.chmod(workdir, 0o700)
-        for run in range(args.runs):
+        for run in range(args.runs if args.speeds else 0):
+            for tier in (False, True):
+                shutil.rmtree(args.disk, ignore_errors=True)
+                d = serve(args, workdir, ("--disk-cache", args.disk) if tier else ())
+                try:
+                    rows.append(k_jobs(args, d, "tier" if tier else "no tier", can_drop, workdir))
+                finally:
+                    d.stop()
+        for run in range(0 if args.speeds else args.runs):
             d = serve(args, workdir)
             try:
                 for e in range(3):
@@ -121,6 +176,13 @@ def main():
     print("medians:")
     for label in dict.fromkeys(r["run"] for r in rows):
         of = [r for r in rows if r["run"] == label]
+        if args.speeds:
+            print(json.dumps({"run": label, "n": len(of),
+                              "items_per_s": [statistics.median(r["items_per_s"][j] for r in of)
+                                              for j in range(len(of[0]["items_per_s"]))],
+                              **{k: statistics.median(r[k] for r in of)
+                                 for k in ("decodes_per_delivery", "disk_reads_per_delivery")}}))
+            continue
         print(json.dumps({"run": label, "n": len(of),
                           **{k: statistics.median(r[k] for r in of)
                              for k in ("items_per_s", "loads", "disk_reads", "device_read_mb")}}))
