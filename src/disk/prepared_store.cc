@@ -71,10 +71,10 @@ struct Location {
 
 struct Space {
   std::string dir;
-  std::string dataset, fingerprint, prep;  // its meta
+  std::string dataset;       // its meta's first line
   uint64_t generation = 0;  // unique to this Space object: a write reserved in a dropped one is discarded
   uint64_t bytes = 0;       // of the whole records in its segments (what disk_bytes counts for it)
-  uint64_t opened = 0;      // when open_namespace() last asked for it in this process (a sequence number; 0: never)
+  bool opened = false;      // open_namespace() asked for it in this process
   int64_t last_used = 0;    // its meta's mtime when found (seconds): how recently an earlier run used it
   std::vector<std::shared_ptr<Segment>> segments;  // the last one is appended to
   std::unordered_map<uint32_t, Location> index;
@@ -189,7 +189,6 @@ struct PreparedStore::State {
   bool failed JOADER_GUARDED_BY(mu) = false;
   uint64_t disk_bytes JOADER_GUARDED_BY(mu) = 0;  // Σ Space::bytes
   uint64_t generations JOADER_GUARDED_BY(mu) = 0;
-  uint64_t opens JOADER_GUARDED_BY(mu) = 0;
   uint64_t trash_count JOADER_GUARDED_BY(mu) = 0;
   Stats stats JOADER_GUARDED_BY(mu);
   std::thread writer;
@@ -287,8 +286,9 @@ struct PreparedStore::State {
       space.dir = dir;
       space.generation = ++generations;
       std::ifstream meta(dir + "/meta");
-      if (!owned(dir + "/meta", false) || !std::getline(meta, space.dataset) ||
-          !std::getline(meta, space.fingerprint) || !std::getline(meta, space.prep)) {
+      std::string fingerprint, prep;  // for people: the namespace's number already stands for them
+      if (!owned(dir + "/meta", false) || !std::getline(meta, space.dataset) || !std::getline(meta, fingerprint) ||
+          !std::getline(meta, prep)) {
         log(fmt::format("{} has no readable meta; removed", dir));
         remove_tree(dir);
         continue;
@@ -366,7 +366,7 @@ struct PreparedStore::State {
     while (disk_bytes + stats.queued_bytes + record > options.capacity) {
       auto oldest = spaces.end();
       for (auto it = spaces.begin(); it != spaces.end(); ++it) {
-        if (it->second.opened == 0 && it->first != keep &&
+        if (!it->second.opened && it->first != keep &&
             (oldest == spaces.end() || it->second.last_used < oldest->second.last_used)) {
           oldest = it;
         }
@@ -522,7 +522,7 @@ PreparedStore::Namespace PreparedStore::open_namespace(const std::string& datase
       }
     }
     if (auto it = s.spaces.find(ns); it != s.spaces.end()) {
-      it->second.opened = ++s.opens;
+      it->second.opened = true;
       exists = true;
     }
   }
@@ -552,14 +552,14 @@ PreparedStore::Namespace PreparedStore::open_namespace(const std::string& datase
     return ns;
   }
   if (auto it = s.spaces.find(ns); it != s.spaces.end()) {  // another thread opened it meanwhile
-    it->second.opened = ++s.opens;
+    it->second.opened = true;
     return ns;
   }
   Space space;
   space.dir = dir;
-  space.dataset = dataset, space.fingerprint = fingerprint, space.prep = prep;
+  space.dataset = dataset;
   space.generation = ++s.generations;
-  space.opened = ++s.opens;
+  space.opened = true;
   s.spaces.emplace(ns, std::move(space));
   return ns;
 }

@@ -74,7 +74,7 @@ struct EngineOptions : ServingOptions {
   std::optional<gid_t> share_group;
   // The disk tier (src/disk/prepared_store.h): a folder on local disk where decoded datasets'
   // prepared items are kept across runs, read back instead of decoded again; empty: none. Its
-  // capacity in bytes; 0: what it holds plus half of the free space on its filesystem at start.
+  // capacity in bytes; 0: PreparedStore's default (half of what it holds and its free space).
   std::string disk_cache;
   uint64_t disk_cache_bytes = 0;
   // Opens a dataset's source; tests put a source of their own here (e.g. one with slow reads).

@@ -14,9 +14,9 @@ bool read_back(PreparedStore& disk, uint64_t ns, ItemId item, std::span<uint8_t>
                std::vector<uint8_t>& prepared, LoadedItem& out) {
   const std::optional<PreparedStore::Entry> entry = disk.find(ns, item);
   if (!entry) return false;
+  if (!block.empty()) expected_length = block.size();
   if (entry->length != uint64_t{entry->shape.width} * entry->shape.height * 3 ||
-      (expected_length != 0 && entry->length != expected_length) ||
-      (!block.empty() && entry->length != block.size())) {
+      (expected_length != 0 && entry->length != expected_length)) {
     disk.forget(ns, item);  // not what this item's arena bytes must be: prepared and kept again
     return false;
   }

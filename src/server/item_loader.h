@@ -29,7 +29,8 @@ struct LoadedItem {
 // arena block), else into `prepared`. `raw` is scratch for the encoded bytes. With a disk tier
 // (`disk`, and ds.disk_namespace set): an item it holds is read back from it instead, and one
 // prepared is offered to it. A record is used only if it is whole RGB (width · height · 3 bytes)
-// and, when `expected_length` is not 0 (the bytes claimed for it), exactly that long; else it is
+// and, when `expected_length` is not 0 (the bytes claimed for it; a block's size when there is
+// one), exactly that long; else it is
 // forgotten and the item prepared (and offered) again. Thread-safe for distinct buffers (a
 // Source's reads, the preparation and PreparedStore are).
 LoadedItem load_item(const Dataset& ds, ItemId item, std::span<uint8_t> block, std::vector<uint8_t>& raw,

@@ -6,50 +6,56 @@
 
 namespace joader {
 
-std::string content_fingerprint(const Source& source) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits, over the fingerprint and the mtimes
-  auto mix = [&h](const void* data, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ULL;
-  };
-  const std::string list = fingerprint(source);
-  mix(list.data(), list.size());
-  for (uint32_t i = 0; i < source.size(); ++i) {
-    const uint64_t t = static_cast<uint64_t>(source.item(i).modified_ns);
-    unsigned char le[8];
-    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(t >> (8 * b));
-    mix(le, sizeof le);
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
-}
+namespace {
 
-std::string fingerprint(const Source& source) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
-  auto mix = [&h](const void* data, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ULL;
-  };
-  auto mix_u64 = [&mix](uint64_t v) {
+// FNV-1a, 64 bits: what the fingerprints hash with (their values are kept in state files and
+// state_dict()s, so its byte order is fixed: integers as 8 little-endian bytes).
+class Fnv1a64 {
+ public:
+  void bytes(const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ULL;
+  }
+  void u64(uint64_t v) {
     unsigned char le[8];
     for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(v >> (8 * i));
-    mix(le, sizeof le);
-  };
-  auto mix_text = [&](const std::string& text) {
-    mix_u64(text.size());  // length-prefixed: no two lists hash the same bytes
-    mix(text.data(), text.size());
-  };
-  mix_u64(source.size());
+    bytes(le, sizeof le);
+  }
+  void text(const std::string& t) {  // length-prefixed: no two lists hash the same bytes
+    u64(t.size());
+    bytes(t.data(), t.size());
+  }
+  std::string hex() const {
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h_));
+    return out;
+  }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace
+
+std::string fingerprint(const Source& source) {
+  Fnv1a64 h;
+  h.u64(source.size());
   for (uint32_t i = 0; i < source.size(); ++i) {
     const ItemMeta& item = source.item(i);
-    mix_text(item.path);
-    mix_u64(static_cast<uint64_t>(item.label));
-    mix_u64(item.size);
+    h.text(item.path);
+    h.u64(static_cast<uint64_t>(item.label));
+    h.u64(item.size);
   }
-  mix_u64(source.classes().size());
-  for (const std::string& c : source.classes()) mix_text(c);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+  h.u64(source.classes().size());
+  for (const std::string& c : source.classes()) h.text(c);
+  return h.hex();
+}
+
+std::string content_fingerprint(const Source& source) {
+  Fnv1a64 h;
+  const std::string list = fingerprint(source);
+  h.bytes(list.data(), list.size());
+  for (uint32_t i = 0; i < source.size(); ++i) h.u64(static_cast<uint64_t>(source.item(i).modified_ns));
+  return h.hex();
 }
 
 std::unique_ptr<Source> open_source(const std::string& spec, const std::function<void(size_t)>& progress,
