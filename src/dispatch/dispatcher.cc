@@ -301,10 +301,14 @@ void Dispatcher::advance(double now) {
     if (window >= options_.rate_window || first) {
       const double instant = double(j.acked_in_window) / window;
       j.rate = j.rate == 0 ? instant : (1 - options_.smoothing) * j.rate + options_.smoothing * instant;
-      // The plan's rate: the mean of the samples so far, then a moving average of weight
-      // plan_smoothing (so its first samples weigh no more than the later ones).
-      const double w = std::max(options_.plan_smoothing, 1.0 / double(++j.plan_samples));
-      j.plan_rate = (1 - w) * j.plan_rate + w * instant;
+      // The plan's rate: the rate over all the time its samples cover (a first sample of a few
+      // milliseconds weighs no more than its length), for its first 1 / plan_smoothing samples;
+      // then a moving average of weight plan_smoothing.
+      j.plan_acked += j.acked_in_window;
+      j.plan_seconds += window;
+      j.plan_rate = double(++j.plan_samples) * options_.plan_smoothing < 1
+                        ? double(j.plan_acked) / j.plan_seconds
+                        : (1 - options_.plan_smoothing) * j.plan_rate + options_.plan_smoothing * instant;
       j.acked_in_window = 0;
       j.window_start = now;
     }
@@ -321,11 +325,21 @@ void Dispatcher::advance(double now) {
       const double rate = j.rate > 0 ? j.rate : median;
       if (j.config.max_plan != 0 && rate > 0) horizon = std::min(horizon, double(j.config.max_plan) / rate);
     }
+    // A job plans by its own plan rate once that is known, else at its known peers' median, else
+    // not at all (see "Plan" in the header).
+    std::vector<double> known_rates;
+    for (const auto& [slot, key] : members) {
+      const Job& j = jobs_.at(key);
+      if (plan_known(j)) known_rates.push_back(j.plan_rate);
+    }
+    std::sort(known_rates.begin(), known_rates.end());
+    const double peers = known_rates.empty() ? 0 : known_rates[known_rates.size() / 2];
     for (const auto& [slot, key] : members) {
       Job& j = jobs_.at(key);
       const double rate = j.rate > 0 ? j.rate : median;
       j.pace = rate;
-      set_horizon(j, std::max(window_of(j), static_cast<uint64_t>(std::ceil(plan_pace(j) * horizon))));
+      j.plan_basis = plan_known(j) ? j.plan_rate : peers;
+      set_horizon(j, std::max(window_of(j), static_cast<uint64_t>(std::ceil(j.plan_basis * horizon))));
       // Credit is banked up to one batch, or one round interval's worth plus an item for a job
       // faster than a batch per interval. A full queue waits for its consumer, not for supply: it
       // banks at most the item that puts it in the next round once there is room, not a burst of
@@ -386,7 +400,11 @@ double Dispatcher::earning(const Job& j, double pace) const {
 
 bool Dispatcher::is_filling(const Job& j) { return j.queued >= j.config.batch && j.queued < catch_up_of(j); }
 
-double Dispatcher::plan_pace(const Job& j) { return j.plan_rate > 0 ? j.plan_rate : j.pace; }
+bool Dispatcher::plan_known(const Job& j) const {
+  return j.plan_rate > 0 && j.plan_acked >= uint64_t{options_.plan_batches} * j.config.batch;
+}
+
+double Dispatcher::plan_pace(const Job& j) { return j.plan_basis > 0 ? j.plan_basis : j.pace; }
 
 double Dispatcher::plan_time(const Job& j) { return plan_pace(j) > 0 ? double(j.queued) / plan_pace(j) : 0; }
 

@@ -25,6 +25,11 @@
 // horizon, at least its window of `prefetch` batches and at most `max_plan`. That count follows a
 // slower estimate of the job's rate than its pace (plan_smoothing) and moves only once off by more
 // than plan_hysteresis: a horizon that moves makes its job decide alone (see set_horizon).
+// A job plans by its own rate only once that rests on plan_batches acknowledged batches, each
+// sample weighted by the time it covers: a first sample of a batch or two is off by up to 2x (a
+// burst of loads, a consumer scheduled late), and the longer plan it set was filled alone. Until
+// then it plans at the median rate of its peers whose rates are known (a job joining running
+// peers), or not at all (jobs started together, whose plans then begin together).
 // The horizon is in seconds, the same for every job, so that jobs of different speeds decide, in
 // a shared round, items they consume at about the same moment: `fixed_horizon` if set, else the
 // time the jobs take to access `plan_span` cache-fulls of items (plan_span · (cache bytes − the
@@ -150,6 +155,7 @@ struct DispatcherOptions {
   // set_horizon.
   double plan_smoothing = 0.05;
   double plan_hysteresis = 0.25;
+  uint32_t plan_batches = 8;  // batches a job's plan rate must rest on before it plans (see "Plan")
   // Idle jobs (see "Idle jobs" above): a job that has acknowledged nothing for idle_after seconds
   // may give up its window down to what its consumer holds when another job starves for room; a
   // job that starves starve_after seconds with nothing left to reclaim, while no job acknowledges
@@ -268,6 +274,9 @@ class Dispatcher {
     double credit = 0, rate = 0;
     double plan_rate = 0;  // the slower estimate its horizon follows (plan_smoothing)
     uint64_t plan_samples = 0;
+    uint64_t plan_acked = 0;  // items acknowledged in the plan_seconds its rate samples cover
+    double plan_seconds = 0;
+    double plan_basis = 0;  // the rate its horizon follows (see advance); 0: no plan yet
     uint64_t horizon = 0;  // items: at least the window; set as the job's pace changes
     uint64_t reserved = 0;  // its part of reserved_ (reservation() when last updated)
     // The exact part of `reserved`: the bytes of its `exact_items` oldest items, recomputed only
@@ -309,7 +318,8 @@ class Dispatcher {
   // its horizon when it has a plan.
   static uint64_t catch_up_of(const Job& j);
   static bool is_filling(const Job& j);     // catching up on its plan (beyond one batch)
-  static double plan_pace(const Job& j);    // the rate its horizon follows (plan_rate, or pace)
+  static double plan_pace(const Job& j);    // the rate its horizon follows (plan_basis, or pace)
+  bool plan_known(const Job& j) const;      // its plan rate rests on plan_batches batches
   static double plan_time(const Job& j);    // seconds its queue lasts at that rate
   double earning(const Job& j, double pace) const;  // credit per second
   // What the job reserves with a window of `window_items` (its exact part cached in the Job).
