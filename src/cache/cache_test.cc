@@ -2,6 +2,7 @@
 #include "cache/next_uses.h"
 
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -187,6 +188,64 @@ TEST(PlannedPolicy, EvictsWhatNoPlanNeedsByRefCntThenThePlannedItemNeededLast) {
   c.insert(7, 1);
   EXPECT_FALSE(c.contains(5));
   for (ItemId x : {1, 2, 7, 9}) EXPECT_TRUE(c.contains(x)) << x;
+}
+
+TEST(RefCntPolicy, AmongItemsOfEqualCountThoseThatReloadCheaplyGoFirstButNeverBeforeAFewerCount) {
+  RemainingSets sets(10);
+  sets.add_job({1, 2, 3, 4});
+  sets.add_job({1, 2});
+  // references: 1, 2 → 2; 3, 4 → 1; 5, 6 → 0. On disk (cheap to reload): 2, 4.
+  const std::set<CacheKey> on_disk = {2, 4};
+  PolicyContext ctx = signatures_of(sets);
+  ctx.reloads_cheaply = [&on_disk](CacheKey k) { return on_disk.count(k) != 0; };
+  Cache c(4, make_policy("refcnt", ctx));
+  sets.set_observer(c.observer_for(0));
+  for (ItemId x : {3, 1, 4, 2}) c.insert(x, 1);
+  c.insert(5, 1);  // no references: it goes itself, before any cheap item with references
+  EXPECT_FALSE(c.contains(5));
+  c.insert(6, 1);
+  EXPECT_FALSE(c.contains(6));
+  sets.add_job({7});
+  c.insert(7, 1);  // one reference each for 3, 4 and 7: 4 is on disk, though 3 is older
+  EXPECT_FALSE(c.contains(4));
+  EXPECT_TRUE(c.contains(3));
+  sets.add_job({8});
+  c.insert(8, 1);  // 3 and 7 (one reference, both dear): the least recently used, 3
+  EXPECT_FALSE(c.contains(3));
+  EXPECT_TRUE(c.contains(1) && c.contains(2) && c.contains(7) && c.contains(8));
+}
+
+TEST(PlannedPolicy, AmongUnplannedItemsOfEqualCountAndPlannedItemsOfEqualDueTimeTheCheapGoFirst) {
+  RemainingSets sets(10);
+  sets.add_job({0, 1, 2, 3, 4, 5});
+  NextUses uses;
+  const std::set<CacheKey> on_disk = {1, 4};
+  PolicyContext ctx = signatures_of(sets);
+  ctx.next_use = [&uses](CacheKey k) { return uses.next_use(k); };
+  ctx.reloads_cheaply = [&on_disk](CacheKey k) { return on_disk.count(k) != 0; };
+  Cache c(4, make_policy("planned", ctx));
+  sets.set_observer(c.observer_for(0));
+  uses.set_listener([&c](CacheKey k) { c.rank_changed(k); });
+  uses.add(2, 100);
+  uses.add(3, 500);
+  uses.add(4, 100);
+  for (ItemId x : {0, 1, 2, 3}) c.insert(x, 1);  // 0, 1 unplanned, one reference each; 1 on disk
+  c.insert(4, 1);  // evicts 1 (cheap), not the older 0
+  EXPECT_FALSE(c.contains(1));
+  c.insert(5, 1);  // evicts 0: unplanned goes before any planned item, cheap or not
+  EXPECT_FALSE(c.contains(0));
+  uses.add(5, 100);
+  c.rank_changed(5);
+  c.insert(6, 1);  // 6 has no reference: itself
+  uses.add(7, 50);
+  sets.add_job({7});
+  c.insert(7, 1);  // planned: 3 (due 500) goes first, whatever is cheap
+  EXPECT_FALSE(c.contains(3));
+  uses.add(8, 10);
+  sets.add_job({8});
+  c.insert(8, 1);  // 2, 4, 5 are due at 100: 4, on disk, goes though 2 is older
+  EXPECT_FALSE(c.contains(4));
+  EXPECT_TRUE(c.contains(2) && c.contains(5) && c.contains(7) && c.contains(8));
 }
 
 TEST(Policy, UnknownNameOrMissingContextIsAClearError) {

@@ -97,6 +97,14 @@ class RatePolicy : public EvictionPolicy {
   std::map<Group, std::set<std::pair<uint64_t, CacheKey>>> groups_;
 };
 
+// The tie-break among items of equal rank: those that reload cheaply (PolicyContext) first, then
+// the least recently used. Logical times stay far below 2^63.
+std::function<uint64_t(const EntryInfo&)> cheap_first(const PolicyContext& ctx) {
+  static constexpr uint64_t kDear = uint64_t{1} << 63;
+  if (!ctx.reloads_cheaply) return [](const EntryInfo& e) { return e.last_access; };
+  return [cheap = ctx.reloads_cheaply](const EntryInfo& e) { return (cheap(e.key) ? 0 : kDear) | e.last_access; };
+}
+
 }  // namespace
 
 const std::vector<std::string>& policy_names() {
@@ -121,8 +129,8 @@ std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const Polic
     if (!ctx.signature) throw std::invalid_argument("refcnt needs the items' signatures");
     auto signature = ctx.signature;
     return keyed(
-        [signature](const EntryInfo& e) {
-          return std::tuple{uint64_t(std::popcount(signature(e.key))), e.last_access, e.key};
+        [signature, tie = cheap_first(ctx)](const EntryInfo& e) {
+          return std::tuple{uint64_t(std::popcount(signature(e.key))), tie(e), e.key};
         },
         /*uses_signatures=*/true);
   }
@@ -144,12 +152,12 @@ std::unique_ptr<EvictionPolicy> make_policy(const std::string& name, const Polic
     // Due times stay far below 2^62 (microseconds: 146 000 years), so the two ranges never meet.
     static constexpr uint64_t kLatest = uint64_t{1} << 62;
     return keyed(
-        [signature, next_use](const EntryInfo& e) {
+        [signature, next_use, tie = cheap_first(ctx)](const EntryInfo& e) {
           const uint64_t due = next_use(e.key);
           const uint64_t rank = due == std::numeric_limits<uint64_t>::max()
                                     ? uint64_t(std::popcount(signature(e.key)))
                                     : 65 + (kLatest - std::min(due, kLatest));
-          return std::tuple{rank, e.last_access, e.key};
+          return std::tuple{rank, tie(e), e.key};
         },
         /*uses_signatures=*/true);
   }

@@ -52,6 +52,12 @@ struct PolicyContext {
   // never (offline knowledge of the future: simulator only). planned: the earliest due time of
   // the key in the jobs' plans (cache/next_uses.h), UINT64_MAX if no plan holds it.
   std::function<uint64_t(CacheKey)> next_use;
+  // refcnt, planned (optional): whether reloading the item is cheap — the disk tier holds its
+  // prepared bytes, so a load reads them back instead of decoding. Among items of equal rank
+  // (RefCnt's count, or planned's class and due time) the cheap ones go first, least recently
+  // used first among them; the rank itself keeps its order. Asked when the item becomes
+  // evictable or its rank changes: an item written to the tier later keeps its place until then.
+  std::function<bool(CacheKey)> reloads_cheaply;
 };
 
 // Builds a policy by name: refcnt, lru, fifo, belady, rate, planned. Throws std::invalid_argument on an

@@ -32,8 +32,13 @@ struct SimulateOptions {
 void print_table(const Scenario& sc, const SimResult& r) {
   fmt::print("sampler {}  policy {}  universe {}  cache {} items  seed {}\n", sc.sampler, sc.policy,
              sc.universe, sc.cache_items, sc.seed);
-  fmt::print("loads {}  deliveries {}  hits {}  L/D {:.4f}  steps {}\n\n", r.loads, r.deliveries, r.hits,
+  fmt::print("loads {}  deliveries {}  hits {}  L/D {:.4f}  steps {}\n", r.loads, r.deliveries, r.hits,
              r.ld_ratio(), r.steps);
+  if (sc.disk.enabled) {
+    fmt::print("disk tier: decodes {}  disk reads {}  decodes per delivery {:.4f}\n", r.decodes, r.disk_reads,
+               r.decodes_per_delivery());
+  }
+  fmt::print("\n");
   fmt::print("{:<16} {:>12} {:>8} {:>10}\n", "job", "deliveries", "epochs", "end step");
   for (const SimJobResult& j : r.jobs) {
     fmt::print("{:<16} {:>12} {:>8} {:>10}\n", j.name, j.deliveries, j.epochs, j.end_step);
@@ -45,9 +50,10 @@ nlohmann::json to_json(const Scenario& sc, const SimResult& r) {
   for (const SimJobResult& j : r.jobs) {
     jobs.push_back({{"name", j.name}, {"deliveries", j.deliveries}, {"epochs", j.epochs}, {"end_step", j.end_step}});
   }
-  return {{"loads", r.loads}, {"deliveries", r.deliveries}, {"ld_ratio", r.ld_ratio()},
-          {"hits", r.hits},   {"steps", r.steps},           {"sampler", sc.sampler},
-          {"policy", sc.policy}, {"jobs", jobs}};
+  return {{"loads", r.loads},     {"decodes", r.decodes},     {"disk_reads", r.disk_reads},
+          {"deliveries", r.deliveries}, {"ld_ratio", r.ld_ratio()}, {"decodes_per_delivery", r.decodes_per_delivery()},
+          {"hits", r.hits},       {"steps", r.steps},         {"sampler", sc.sampler},
+          {"policy", sc.policy},  {"jobs", jobs}};
 }
 
 int run_simulate(const SimulateOptions& o) {

@@ -593,6 +593,12 @@ std::optional<PreparedStore::Entry> PreparedStore::find(Namespace ns, uint32_t i
   return std::nullopt;
 }
 
+bool PreparedStore::holds(Namespace ns, uint32_t item) const {
+  MutexLock lk(state_->mu);
+  auto it = state_->spaces.find(ns);
+  return it != state_->spaces.end() && it->second.index.contains(item);
+}
+
 bool PreparedStore::read(Namespace ns, uint32_t item, std::span<uint8_t> out) {
   Location where;
   {

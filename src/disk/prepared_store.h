@@ -101,6 +101,8 @@ class PreparedStore {
   };
   // The item's record, if one is stored (its bytes are checked when read); counts a miss if not.
   std::optional<Entry> find(Namespace ns, uint32_t item) const;
+  // Whether a record of the item is stored (a write still queued is not), counting nothing.
+  bool holds(Namespace ns, uint32_t item) const;
   // Reads the item's bytes into `out`, which must be exactly its length. False when it is not
   // stored, or its record turned out short or corrupt (then it is forgotten: the caller prepares
   // the item again, and may offer it again).

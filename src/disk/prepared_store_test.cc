@@ -112,7 +112,10 @@ TEST(PreparedStore, ItemsOfferedAreReadBackByteForByteInThisRunAndAfterTheStoreI
   for (uint32_t item = 0; item < 200; ++item) ASSERT_TRUE(reads_back(store, ns, item)) << item;
   EXPECT_EQ(store.find(ns, 199)->shape, (PreparedStore::Shape{199, 200}));
   EXPECT_FALSE(store.find(ns, 200));
-  EXPECT_EQ(store.stats().misses, 1u) << "a lookup of an item not stored";
+  EXPECT_TRUE(store.holds(ns, 199));
+  EXPECT_FALSE(store.holds(ns, 200));
+  EXPECT_FALSE(store.holds(ns + 1, 0)) << "another namespace";
+  EXPECT_EQ(store.stats().misses, 1u) << "a lookup of an item not stored; holds() counts nothing";
   EXPECT_EQ(store.stats().hits, 200u);
   EXPECT_EQ(store.stats().corrupt, 0u);
 }

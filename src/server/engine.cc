@@ -30,7 +30,10 @@ Engine::Engine(EngineOptions options)
     : options_(std::move(options)),
       arena_(options_.cache_bytes, options_.share_group),
       disk_(open_disk_cache(options_)),
-      state_(options_) {
+      state_(options_, disk_ ? ServingState::OnDisk([disk = disk_.get()](uint64_t ns, ItemId item) {
+                                 return disk->holds(ns, item);
+                               })
+                             : ServingState::OnDisk()) {
   const unsigned threads = options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) loaders_.emplace_back([this] { loader_loop(); });
   dispatch_thread_ = std::thread([this] { dispatch_loop(); });

@@ -50,7 +50,7 @@ struct ServingState::Job {
   std::function<void()> on_change;   // see Engine::open_job()
 };
 
-ServingState::ServingState(ServingOptions options)
+ServingState::ServingState(ServingOptions options, OnDisk on_disk)
     : options_(std::move(options)),
       dispatcher_(ArenaAllocator(options_.cache_bytes).free_bytes(), 0.0, [this] {
         DispatcherOptions o;
@@ -67,6 +67,12 @@ ServingState::ServingState(ServingOptions options)
     return ds == nullptr ? 0.0 : dispatcher_.request_rate(dataset, sig, ds->sampler->sets());
   };
   ctx.next_use = [this](CacheKey k) { return next_uses_.next_use(k); };
+  if (on_disk) {
+    ctx.reloads_cheaply = [this, on_disk = std::move(on_disk)](CacheKey k) {
+      const ServedDataset* ds = dataset_by_index_[key_dataset(k)];
+      return ds != nullptr && ds->disk_namespace && on_disk(*ds->disk_namespace, key_item(k));
+    };
+  }
   dispatcher_.set_item_bytes([this](Dispatcher::JobKey id, uint64_t items) { return oldest_bytes(*jobs_.at(id), items); });
   try {
     store_ = std::make_unique<ItemStore>(options_.cache_bytes, make_policy(options_.policy, ctx));

@@ -67,8 +67,13 @@ struct ServingOptions {
 
 class ServingState {
  public:
-  // kInvalidArgument for an unknown policy or sampler.
-  explicit ServingState(ServingOptions options);
+  // Whether the disk tier holds an item of the dataset whose tier namespace is `ns`
+  // (Dataset::disk_namespace): called under the owner's lock, it must not take that lock.
+  using OnDisk = std::function<bool(uint64_t ns, ItemId item)>;
+
+  // kInvalidArgument for an unknown policy or sampler. `on_disk` (optional): the cache evicts
+  // items that the disk tier holds first among equals (PolicyContext::reloads_cheaply).
+  explicit ServingState(ServingOptions options, OnDisk on_disk = {});
   ServingState(const ServingState&) = delete;
   ServingState& operator=(const ServingState&) = delete;
   ~ServingState();

@@ -122,7 +122,7 @@ Scenario parse_scenario(const std::string& text) {
   if (!doc.is_object()) fail("scenario", "expected a JSON object at the top level");
   reject_unknown_fields(doc, "scenario",
                         {"universe", "cache_items", "epochs", "seed", "sampler", "policy", "horizon", "load_ms", "loaders",
-                         "jobs"});
+                         "disk", "jobs"});
   Scenario sc;
   if (!doc.contains("universe")) fail("scenario", "missing field 'universe' (the item count)");
   const uint64_t universe = get_uint(doc["universe"], "universe", std::numeric_limits<uint64_t>::max());
@@ -159,6 +159,29 @@ Scenario parse_scenario(const std::string& text) {
   if (sc.loaders == 0) fail("loaders", "must be at least 1");
   if (sc.load_ms > 0 && sc.policy == "belady") {
     fail("load_ms", "belady replays a trace recorded without a cache, whose timing load time would change: use load_ms 0");
+  }
+  if (doc.contains("disk")) {
+    const json& d = doc["disk"];
+    if (!d.is_object()) fail("disk", "expected an object {\"read_ms\": ..., \"items\": ..., \"warm\": ..., \"cheap_first\": ...}, got " + d.dump());
+    reject_unknown_fields(d, "disk", {"read_ms", "items", "warm", "cheap_first"});
+    sc.disk.enabled = true;
+    if (!d.contains("read_ms") || !d["read_ms"].is_number()) {
+      fail("disk.read_ms", "expected the steps of a read from the tier, a number, got " +
+                               (d.contains("read_ms") ? d["read_ms"].dump() : std::string("nothing")));
+    }
+    sc.disk.read_ms = d["read_ms"].get<double>();
+    if (!(sc.disk.read_ms >= 0 && sc.disk.read_ms <= 1e6)) {
+      fail("disk.read_ms", "must be a number of steps in [0, 1e6], got " + d["read_ms"].dump());
+    }
+    if (d.contains("items")) sc.disk.items = get_uint(d["items"], "disk.items", UINT64_MAX);
+    for (auto [field, out] : {std::pair{"warm", &sc.disk.warm}, std::pair{"cheap_first", &sc.disk.cheap_first}}) {
+      if (!d.contains(field)) continue;
+      if (!d[field].is_boolean()) fail(std::string("disk.") + field, "expected true or false, got " + d[field].dump());
+      *out = d[field].get<bool>();
+    }
+    if (sc.disk.read_ms > 0 && sc.policy == "belady") {
+      fail("disk.read_ms", "belady replays a trace recorded without a cache, whose timing read time would change: use read_ms 0");
+    }
   }
 
   if (!doc.contains("jobs") || !doc["jobs"].is_array() || doc["jobs"].empty()) {

@@ -1,7 +1,8 @@
 // Scenario: the input of `joader simulate` (docs/SIMULATOR.md), parsed and validated from JSON.
 //
 // Fields: universe (item count), cache_items, epochs, seed, sampler (dsa|independent|lockstep),
-// policy (refcnt|lru|fifo|belady|rate|planned), horizon, load_ms, loaders, jobs: [{name, subset, start, speed, epochs?, stop?, batch?,
+// policy (refcnt|lru|fifo|belady|rate|planned), horizon, load_ms, loaders, disk?: {read_ms, items?,
+// warm?, cheap_first?}, jobs: [{name, subset, start, speed, epochs?, stop?, batch?,
 // prefetch?, jitter?}] with
 // subset one of {"all": true} | {"range": [lo, hi)} | {"ids": [...]} | {"sample": count, "seed": s}.
 // {"sample": c, "seed": s} is the first c ids of a permutation of the universe drawn from s, so
@@ -59,6 +60,18 @@ struct Scenario {
   // come, first served); a job takes a batch only once its items are loaded. 0: loads are instant.
   double load_ms = 0;
   uint32_t loaders = 1;
+  // The disk tier (serve --disk-cache): an item enters it when its first load (a decode) ends, and
+  // a later load of it is a read of read_ms steps instead of load_ms. `items`: its capacity (0: no
+  // bound); `warm`: every item is in it from the start (a restarted daemon whose tier holds the
+  // dataset). `cheap_first`: under refcnt and planned the cache evicts the items the tier holds
+  // first among equals, as the daemon does (false: to measure what that gives).
+  struct DiskTier {
+    bool enabled = false;
+    double read_ms = 0;
+    uint64_t items = 0;
+    bool warm = false;
+    bool cheap_first = true;
+  } disk;
   std::vector<JobSpec> jobs;
 };
 

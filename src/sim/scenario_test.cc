@@ -68,6 +68,14 @@ TEST(Scenario, BadInputGetsAOneLineErrorNamingThePlace) {
   EXPECT_EQ(error_of(R"({"universe": 10, "policy": "belady", "load_ms": 2, "jobs": []})"),
             "load_ms: belady replays a trace recorded without a cache, whose timing load time would change: use "
             "load_ms 0");
+  EXPECT_EQ(error_of(R"({"universe": 10, "disk": {"items": 5}, "jobs": []})"),
+            "disk.read_ms: expected the steps of a read from the tier, a number, got nothing");
+  EXPECT_EQ(error_of(R"({"universe": 10, "disk": {"read_ms": 1, "size": 5}, "jobs": []})"), "disk: unknown field 'size'");
+  EXPECT_EQ(error_of(R"({"universe": 10, "disk": {"read_ms": 1, "warm": 1}, "jobs": []})"),
+            "disk.warm: expected true or false, got 1");
+  EXPECT_EQ(error_of(R"({"universe": 10, "policy": "belady", "disk": {"read_ms": 1}, "jobs": []})"),
+            "disk.read_ms: belady replays a trace recorded without a cache, whose timing read time would change: use "
+            "read_ms 0");
   EXPECT_EQ(error_of(jobs(R"({"subset": {"ids": [1, 10]}})")),
             "jobs[0].subset.ids[1]: id 10 is outside the universe [0, 10)");
   EXPECT_EQ(error_of(jobs(R"({"subset": {"range": [0, 11]}})")),

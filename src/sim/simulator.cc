@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <queue>
 #include <random>
 #include <unordered_map>
 #include <utility>
@@ -63,9 +64,15 @@ class Run {
       : sc_(sc), sampler_(sampler),
         dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0, dispatcher_options(sc)), loader_free_(sc.loaders, 0.0) {
     for (size_t i = 0; i < sc.jobs.size(); ++i) jobs_.emplace_back(next_uses);
+    if (sc.disk.enabled) {
+      on_disk_.assign(sc.universe, sc.disk.warm);
+      on_disk_count_ = sc.disk.warm ? sc.universe : 0;
+    }
   }
 
   uint64_t access_index() const { return groups_; }
+  // Whether the disk tier holds the item (Scenario::disk).
+  bool on_disk(ItemId item) const { return !on_disk_.empty() && on_disk_[item]; }
   const Dispatcher& dispatcher() const { return dispatcher_; }
 
   SimResult run(Cache* cache, const std::function<void(const TraceEvent&)>& on_delivery,
@@ -174,9 +181,12 @@ class Run {
     return j.started && !j.done && sampler_.finished(j.slot) && j.queue.planned() == 0;
   }
 
+  // Loads take time: decodes (load_ms) or reads from the disk tier (disk.read_ms).
+  bool timed() const { return sc_.load_ms > 0 || sc_.disk.read_ms > 0; }
+
   // Whether the first `batch` items of the job's queue (at most its window) are loaded.
   bool batch_loaded(const JobRun& j, uint32_t batch) const {
-    if (sc_.load_ms == 0) return true;
+    if (!timed()) return true;
     for (size_t k = 0; k < batch && k < j.queue.window_size(); ++k) {
       if (j.queue[k].ready > double(t_)) return false;
     }
@@ -186,30 +196,32 @@ class Run {
   // Tells the dispatcher which jobs' next batches wait on loads (Dispatcher::set_waiting), as the
   // daemon's engine does.
   void tell_waiting() {
-    if (sc_.load_ms == 0) return;
+    if (!timed()) return;
     for (size_t i = 0; i < jobs_.size(); ++i) {
       if (jobs_[i].started && !jobs_[i].done) dispatcher_.set_waiting(i, !batch_loaded(jobs_[i], sc_.jobs[i].batch));
     }
   }
 
   // When a load of `item` started now is done: on the loader that is free first, after the loads
-  // queued before it. Also when an access finds the item still loading: the end of that load.
+  // queued before it; a read from the disk tier when it holds the item, else a decode. Also when an
+  // access finds the item still loading: the end of that load.
   double load_done(ItemId item, bool load) {
     const double t = double(t_);
-    while (!loading_.empty() && loading_.front().first <= t) {
-      if (auto it = loading_ends_.find(loading_.front().second); it != loading_ends_.end() && it->second <= t) {
+    while (!loading_.empty() && loading_.top().first <= t) {
+      if (auto it = loading_ends_.find(loading_.top().second); it != loading_ends_.end() && it->second <= t) {
         loading_ends_.erase(it);
       }
-      loading_.pop_front();
+      loading_.pop();
     }
     if (!load) {
       const auto it = loading_ends_.find(item);
       return it == loading_ends_.end() ? t : it->second;
     }
-    if (sc_.load_ms == 0) return t;
+    const double cost = on_disk(item) ? sc_.disk.read_ms : sc_.load_ms;
+    if (cost == 0) return t;
     double& loader = *std::min_element(loader_free_.begin(), loader_free_.end());
-    loader = std::max(loader, t) + sc_.load_ms;  // ends in the order started: loading_ stays sorted
-    loading_.emplace_back(loader, item);
+    loader = std::max(loader, t) + cost;
+    loading_.emplace(loader, item);
     loading_ends_[item] = loader;
     return loader;
   }
@@ -242,6 +254,12 @@ class Run {
     for (size_t k = 0; k < distinct_.size(); ++k) {
       if (hit_[k]) continue;
       ++result_.loads;
+      if (on_disk(distinct_[k])) {
+        ++result_.disk_reads;
+      } else {
+        ++result_.decodes;
+        admit_to_disk(distinct_[k]);
+      }
       if (cache_ != nullptr) cache_->insert(distinct_[k], 1);
     }
     for (const Access& a : group) {
@@ -254,6 +272,13 @@ class Run {
       result_.hits += hit;
       if (on_delivery_) on_delivery_(TraceEvent{t_, a.job, a.entry->epoch, a.entry->item, hit});
     }
+  }
+
+  // A decoded item enters the disk tier while it has room (the daemon writes it after the load).
+  void admit_to_disk(ItemId item) {
+    if (on_disk_.empty() || (sc_.disk.items != 0 && on_disk_count_ >= sc_.disk.items)) return;
+    on_disk_[item] = true;
+    ++on_disk_count_;
   }
 
   void pin(Queued& q) {
@@ -290,8 +315,12 @@ class Run {
   std::vector<bool> hit_;
   std::vector<double> ready_;  // of distinct_
   std::vector<double> loader_free_;                  // when each loader thread is next free
-  std::deque<std::pair<double, ItemId>> loading_;    // loads in flight, by their end
+  // Loads in flight, the first to end on top (reads and decodes of different lengths end out of
+  // the order they started).
+  std::priority_queue<std::pair<double, ItemId>, std::vector<std::pair<double, ItemId>>, std::greater<>> loading_;
   std::unordered_map<ItemId, double> loading_ends_;  // item → the end of its latest load
+  std::vector<bool> on_disk_;                        // the disk tier's items (empty: no tier)
+  uint64_t on_disk_count_ = 0;
   uint64_t groups_ = 0;
   uint64_t t_ = 0;
   Rng jitter_rng_{sc_.seed ^ 0x9e3779b97f4a7c15ull};  // the consumers' jitter: the same in every pass
@@ -332,6 +361,7 @@ SimResult simulate(const Scenario& sc, const std::function<void(const TraceEvent
   } else {
     ctx.next_use = [&next_uses](CacheKey k) { return next_uses.next_use(k); };
   }
+  if (sc.disk.enabled && sc.disk.cheap_first) ctx.reloads_cheaply = [&run](CacheKey k) { return run.on_disk(key_item(k)); };
   // One dataset: cache keys are the item ids themselves (dataset 0).
   Cache cache(sc.cache_items, make_policy(sc.policy, ctx));
   sampler->set_observer(cache.observer_for(0));

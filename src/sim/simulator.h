@@ -46,13 +46,16 @@ struct SimJobResult {
 };
 
 struct SimResult {
-  uint64_t loads = 0;
+  uint64_t loads = 0;       // decodes + disk_reads
+  uint64_t decodes = 0;     // loads that prepare the item from its file
+  uint64_t disk_reads = 0;  // loads that read it back from the disk tier (Scenario::disk)
   uint64_t deliveries = 0;
   uint64_t hits = 0;
   uint64_t rounds = 0;
   uint64_t steps = 0;
   std::vector<SimJobResult> jobs;
   double ld_ratio() const { return deliveries == 0 ? 0.0 : double(loads) / double(deliveries); }
+  double decodes_per_delivery() const { return deliveries == 0 ? 0.0 : double(decodes) / double(deliveries); }
 };
 
 using SamplerFactory = std::function<std::unique_ptr<Sampler>(const Scenario&)>;
