@@ -16,6 +16,7 @@ import pytest
 import joader
 import joader.torch
 from conftest import BUILD, Daemon, make_images, photo_imagefolder
+from daemon_process import stop_process
 
 
 def test_a_dataloader_iterates_like_torchs_one_epoch_per_pass_as_many_passes_as_the_loop_makes(client):
@@ -90,11 +91,13 @@ def test_ctrl_c_interrupts_a_wait_for_a_daemon_that_does_not_answer(workdir, wai
                                 text=True)
         try:
             assert proc.stdout.readline().strip() == "ready"
-            daemon.proc.send_signal(signal.SIGSTOP)  # alive, accepting connections, answering nothing
+            stop_process(daemon.proc.pid)  # alive, accepting connections, answering nothing
             proc.stdin.write("go\n")
             proc.stdin.flush()
             time.sleep(1.0)  # the loader's prefetched batches are consumed; then it waits
-            assert proc.poll() is None, "the wait returned while the daemon was stopped"
+            if proc.poll() is not None:
+                pytest.fail(f"the wait ended (exit status {proc.returncode}) while the daemon was stopped; it said: "
+                            f"{proc.stdout.read()!r}")
             sent = time.monotonic()
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=10)
@@ -345,10 +348,12 @@ train.close()
 FORKED_DURING_A_CALL = """
 import os, signal, sys, threading, time
 sys.path.insert(0, {python!r})
+sys.path.insert(0, {tests!r})
 import joader
+from daemon_process import stop_process
 client = joader.Client({socket!r})
 client.datasets()
-os.kill({daemon_pid}, signal.SIGSTOP)  # the thread's call waits for the daemon
+stop_process({daemon_pid})  # the thread's call waits for the daemon
 waiting = threading.Thread(target=client.status)
 waiting.start()
 while joader._native.testing_calls_in_grpc() == 0:
@@ -402,11 +407,12 @@ def daemon_with_synth(workdir):
 
 
 def run_script(workdir, daemon, template, timeout=60):
-    """Runs `template` (formatted with python, socket, daemon_pid) in a new interpreter."""
+    """Runs `template` (formatted with python, tests (this suite's helpers), socket, daemon_pid) in
+    a new interpreter."""
     script = os.path.join(workdir, "script.py")
     with open(script, "w") as f:
         f.write(template.format(python=os.path.join(BUILD, "python"), socket=daemon.socket,
-                                daemon_pid=daemon.proc.pid))
+                                daemon_pid=daemon.proc.pid, tests=os.path.dirname(os.path.dirname(__file__))))
     r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     return r
