@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The disk tier with torchvision's reference training recipe, one job through the Python client,
+against one torch DataLoader with the same workers: issue 40's k = 1 figures.
+
+    sudo /usr/bin/python3 bench/disk_tier_recipe.py --build build [--runs 3] [--epochs 3]
+
+The dataset is bench/disk_tier.py's (an ImageFolder of --count real-photo JPEGs whose longer side is
+500 px, made once in --data). The recipe is bench/e2e/timed.py's recipe(): RandomResizedCrop(224),
+RandomHorizontalFlip, TrivialAugmentWide, PILToTensor, ConvertImageDtype(float), Normalize,
+RandomErasing(0.1), the same object on both sides. Alternating, --runs times:
+  - Joader: a daemon with a --cache arena and an empty tier in --disk, --threads loader threads;
+    a process that builds `joader.torch.DataLoader(ImageFolder(data, transform=recipe),
+    batch_size=64, shuffle=True, num_workers=W)` (the script's one changed import) and iterates
+    --epochs epochs;
+  - torch: the same process with `torch.utils.data.DataLoader(..., num_workers=W,
+    persistent_workers=True)`.
+W = --workers (default: the CPU count). Before every epoch the page cache is dropped (root only),
+and each epoch's window starts when its loop starts (after imports and the loader's
+construction). Prints each epoch's images/s as a JSON line, then the medians and the ratios.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python", "joader"))
+from daemon import Daemon  # noqa: E402  (by path: no native module needed)
+
+JOB = """
+import json, os, sys, time
+sys.path.insert(0, {python!r})
+sys.path.insert(0, {e2e!r})
+import torch, torchvision
+from timed import recipe
+side, data, epochs, workers = {side!r}, {data!r}, {epochs}, {workers}
+dataset = torchvision.datasets.ImageFolder(data, transform=recipe())
+if side == "joader":
+    import joader, joader.torch
+    loader = joader.torch.DataLoader(dataset, batch_size=64, shuffle=True, num_workers=workers,
+                                     client=joader.Client({socket!r}))
+else:
+    loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True, num_workers=workers,
+                                         persistent_workers=True)
+for epoch in range(epochs):
+    os.sync()
+    if {drop}:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\\n")
+    start, n = time.monotonic(), 0
+    for images, labels in loader:
+        assert images.dtype == torch.float32 and images.shape[1:] == (3, 224, 224)
+        n += len(labels)
+    print(json.dumps({{"epoch": epoch + 1, "items": n, "items_per_s": round(n / (time.monotonic() - start), 1)}}),
+          flush=True)
+"""
+
+
+def job(args, side, socket, can_drop):
+    script = JOB.format(python=os.path.join(args.build, "python"), e2e=os.path.join(HERE, "e2e"), side=side,
+                        data=args.data, epochs=args.epochs, workers=args.workers, socket=socket, drop=can_drop)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"the {side} job failed:\n{r.stdout}\n{r.stderr[-3000:]}")
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build")
+    p.add_argument("--data", default="/var/tmp/joader-disk-tier-photos")
+    p.add_argument("--disk", default="/var/tmp/joader-disk-tier-cache", help="the tier's folder (local disk)")
+    p.add_argument("--count", type=int, default=3000)
+    p.add_argument("--cache", default="256MiB")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--workers", type=int, default=os.cpu_count())
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=3)
+    args = p.parse_args()
+    can_drop = os.geteuid() == 0
+    if not can_drop:
+        print("not root: the page cache is not dropped, so 'disk' reads may come from memory", file=sys.stderr)
+    if not os.path.isdir(args.data):
+        print(f"making {args.count} photos in {args.data}", file=sys.stderr)
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "data", "make_photos.py"), args.data,
+                        "--count", str(args.count), "--min", "500", "--max", "500", "--jpeg-only"], check=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="joader-disk-tier-") as workdir:
+        os.chmod(workdir, 0o700)
+        for run in range(args.runs):
+            shutil.rmtree(args.disk, ignore_errors=True)
+            d = Daemon(os.path.join(args.build, "joader"), workdir, cache_size=args.cache, threads=args.threads,
+                       extra=("--state", "none", "--disk-cache", args.disk), timeout=60)
+            try:
+                for row in job(args, "joader", d.socket, can_drop):
+                    rows.append({"side": "joader, tier", **row})
+                    print(json.dumps(rows[-1]), flush=True)
+                s = d.status()
+                print(json.dumps({"side": "joader, tier", "loads": s["loads"], "disk_reads": s["disk_reads"],
+                                  "deliveries": s["deliveries"]}), flush=True)
+            finally:
+                d.stop()
+            for row in job(args, "torch", None, can_drop):
+                rows.append({"side": "torch DataLoader", **row})
+                print(json.dumps(rows[-1]), flush=True)
+    print("medians (images/s):")
+    medians = {}
+    for side in ("joader, tier", "torch DataLoader"):
+        for e in range(1, args.epochs + 1):
+            medians[side, e] = statistics.median(r["items_per_s"] for r in rows if r["side"] == side and r["epoch"] == e)
+            print(json.dumps({"side": side, "epoch": e, "items_per_s": medians[side, e]}))
+    for e in range(1, args.epochs + 1):
+        print(json.dumps({"epoch": e, "joader_over_torch": round(medians["joader, tier", e] / medians["torch DataLoader", e], 2),
+                          "joader_over_its_epoch_1": round(medians["joader, tier", e] / medians["joader, tier", 1], 2)}))
+
+
+if __name__ == "__main__":
+    main()
