@@ -16,7 +16,8 @@ RandomErasing(0.1), the same object on both sides. Alternating, --runs times:
     persistent_workers=True)`.
 W = --workers (default: the CPU count). Before every epoch the page cache is dropped (root only),
 and each epoch's window starts when its loop starts (after imports and the loader's
-construction). Prints each epoch's images/s as a JSON line, then the medians and the ratios.
+construction). Prints each epoch's images/s and the megabytes the block devices read in it
+(/proc/diskstats) as JSON lines, then the medians and the ratios.
 """
 import argparse
 import json
@@ -35,8 +36,10 @@ JOB = """
 import json, os, sys, time
 sys.path.insert(0, {python!r})
 sys.path.insert(0, {e2e!r})
+sys.path.insert(0, {bench!r})
 import torch, torchvision
 from timed import recipe
+from disk_tier import disk_read_bytes
 side, data, epochs, workers = {side!r}, {data!r}, {epochs}, {workers}
 dataset = torchvision.datasets.ImageFolder(data, transform=recipe())
 if side == "joader":
@@ -51,17 +54,17 @@ for epoch in range(epochs):
     if {drop}:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\\n")
-    start, n = time.monotonic(), 0
+    read0, start, n = disk_read_bytes(), time.monotonic(), 0
     for images, labels in loader:
         assert images.dtype == torch.float32 and images.shape[1:] == (3, 224, 224)
         n += len(labels)
-    print(json.dumps({{"epoch": epoch + 1, "items": n, "items_per_s": round(n / (time.monotonic() - start), 1)}}),
-          flush=True)
+    print(json.dumps({{"epoch": epoch + 1, "items": n, "items_per_s": round(n / (time.monotonic() - start), 1),
+                      "device_read_mb": round((disk_read_bytes() - read0) / 1e6, 1)}}), flush=True)
 """
 
 
 def job(args, side, socket, can_drop):
-    script = JOB.format(python=os.path.join(args.build, "python"), e2e=os.path.join(HERE, "e2e"), side=side,
+    script = JOB.format(python=os.path.join(args.build, "python"), e2e=os.path.join(HERE, "e2e"), bench=HERE, side=side,
                         data=args.data, epochs=args.epochs, workers=args.workers, socket=socket, drop=can_drop)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     if r.returncode != 0:
