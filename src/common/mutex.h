@@ -31,6 +31,7 @@ class JOADER_CAPABILITY("mutex") Mutex {
  public:
   void lock() JOADER_ACQUIRE() { mu_.lock(); }
   void unlock() JOADER_RELEASE() { mu_.unlock(); }
+  bool try_lock() JOADER_TSA(try_acquire_capability(true)) { return mu_.try_lock(); }
   std::mutex& native() { return mu_; }
   // Tells the analysis that the caller holds the mutex where it cannot see it (a lambda called
   // under the lock); checks nothing at run time.

@@ -594,9 +594,11 @@ std::optional<PreparedStore::Entry> PreparedStore::find(Namespace ns, uint32_t i
 }
 
 bool PreparedStore::holds(Namespace ns, uint32_t item) const {
-  MutexLock lk(state_->mu);
-  auto it = state_->spaces.find(ns);
-  return it != state_->spaces.end() && it->second.index.contains(item);
+  if (!state_->mu.try_lock()) return false;
+  const auto it = state_->spaces.find(ns);
+  const bool held = it != state_->spaces.end() && it->second.index.contains(item);
+  state_->mu.unlock();
+  return held;
 }
 
 bool PreparedStore::read(Namespace ns, uint32_t item, std::span<uint8_t> out) {

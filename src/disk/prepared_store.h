@@ -67,7 +67,9 @@ class PreparedStore {
     uint64_t capacity = 0;
     uint64_t queue_bytes = uint64_t{64} << 20;   // bytes of records waiting to be written, at most
     uint64_t segment_bytes = kSegmentBytes;      // a segment file's size at most (tests make it small)
-    std::function<void(const std::string&)> log;  // one line per notable event (may be empty)
+    // One line per notable event (may be empty). Called with the store's lock held: it must not
+    // call into the store, nor take a lock that is held while calling the store.
+    std::function<void(const std::string&)> log;
   };
 
   // Opens (creating it if needed) and indexes DIR, taking its lock; logs a warning when DIR is on
@@ -101,7 +103,10 @@ class PreparedStore {
   };
   // The item's record, if one is stored (its bytes are checked when read); counts a miss if not.
   std::optional<Entry> find(Namespace ns, uint32_t item) const;
-  // Whether a record of the item is stored (a write still queued is not), counting nothing.
+  // Whether a record of the item is stored (a write still queued is not), counting nothing. Never
+  // waits: false while another thread holds the store's lock, which may be across file-system
+  // calls (a segment created, a namespace dropped), since its caller may hold a lock of its own
+  // (the engine's, for the cache's eviction order: a wrong "no" only keeps an item longer).
   bool holds(Namespace ns, uint32_t item) const;
   // Reads the item's bytes into `out`, which must be exactly its length. False when it is not
   // stored, or its record turned out short or corrupt (then it is forgotten: the caller prepares

@@ -12,6 +12,17 @@ namespace joader {
 Dispatcher::Dispatcher(uint64_t capacity, double now, DispatcherOptions options)
     : options_(options), capacity_(capacity), last_(now) {}
 
+namespace {
+
+// The median of `values` (the upper one of an even count), reordering them; 0 if there are none.
+double median_of(std::vector<double>& values) {
+  if (values.empty()) return 0;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
 void Dispatcher::add_job(JobKey key, const JobConfig& config, double now) {
   if (config.batch == 0 || config.prefetch == 0) throw std::invalid_argument("batch and prefetch must be at least 1");
   if (jobs_.count(key) != 0) throw std::invalid_argument("job added twice");
@@ -275,9 +286,7 @@ double Dispatcher::median_rate(uint32_t group) const {
     const double r = jobs_.at(key).rate;
     if (r > 0) rates.push_back(r);
   }
-  if (rates.empty()) return 0;
-  std::nth_element(rates.begin(), rates.begin() + rates.size() / 2, rates.end());
-  return rates[rates.size() / 2];
+  return median_of(rates);
 }
 
 double Dispatcher::pace(JobKey key) const {
@@ -301,13 +310,16 @@ void Dispatcher::advance(double now) {
     if (window >= options_.rate_window || first) {
       const double instant = double(j.acked_in_window) / window;
       j.rate = j.rate == 0 ? instant : (1 - options_.smoothing) * j.rate + options_.smoothing * instant;
-      // The plan's rate: the rate over all the time its samples cover (a first sample of a few
-      // milliseconds weighs no more than its length), for its first 1 / plan_smoothing samples;
-      // then a moving average of weight plan_smoothing.
+      // The plan's rate: for its first 1 / plan_smoothing samples their mean, each weighted by
+      // the time it covers up to rate_window (a first sample of a few milliseconds weighs no more
+      // than its length; a long pause, which the owner sees as one sample, no more than any other
+      // sample); then a moving average of weight plan_smoothing.
+      const double weight = std::min(window, options_.rate_window);
       j.plan_acked += j.acked_in_window;
-      j.plan_seconds += window;
+      j.plan_weighted += instant * weight;
+      j.plan_weights += weight;
       j.plan_rate = double(++j.plan_samples) * options_.plan_smoothing < 1
-                        ? double(j.plan_acked) / j.plan_seconds
+                        ? j.plan_weighted / j.plan_weights
                         : (1 - options_.plan_smoothing) * j.plan_rate + options_.plan_smoothing * instant;
       j.acked_in_window = 0;
       j.window_start = now;
@@ -332,8 +344,7 @@ void Dispatcher::advance(double now) {
       const Job& j = jobs_.at(key);
       if (plan_known(j)) known_rates.push_back(j.plan_rate);
     }
-    std::sort(known_rates.begin(), known_rates.end());
-    const double peers = known_rates.empty() ? 0 : known_rates[known_rates.size() / 2];
+    const double peers = median_of(known_rates);
     for (const auto& [slot, key] : members) {
       Job& j = jobs_.at(key);
       const double rate = j.rate > 0 ? j.rate : median;
@@ -358,8 +369,9 @@ void Dispatcher::set_horizon(Job& j, uint64_t target) const {
   // swing (in the ASan daemon, three jobs faster than two loaders: L/D far above RefCnt's with
   // horizons following every estimate, much closer to it following the slower one beyond a 25 %
   // band; docs/BENCHMARKS.md, "When the daemon is the bottleneck" and "The change").
-  // So the horizon follows plan_rate: at once while that is still the mean of its first samples
-  // (each moves it less than the one before), then only once off by more than plan_hysteresis.
+  // So the horizon follows plan_basis (plan_rate once known, else the known peers' median): at
+  // once while the job's plan rate is still the weighted mean of its first samples, then only
+  // once off by more than plan_hysteresis.
   // A plan starting or ending, and a plan longer than the job's bound, take effect at once.
   const uint64_t window = window_of(j);
   const double h = 1 + options_.plan_hysteresis;

@@ -25,11 +25,12 @@
 // horizon, at least its window of `prefetch` batches and at most `max_plan`. That count follows a
 // slower estimate of the job's rate than its pace (plan_smoothing) and moves only once off by more
 // than plan_hysteresis: a horizon that moves makes its job decide alone (see set_horizon).
-// A job plans by its own rate only once that rests on plan_batches acknowledged batches, each
-// sample weighted by the time it covers: a first sample of a batch or two is off by up to 2x (a
-// burst of loads, a consumer scheduled late), and the longer plan it set was filled alone. Until
-// then it plans at the median rate of its peers whose rates are known (a job joining running
-// peers), or not at all (jobs started together, whose plans then begin together).
+// A job plans by its own rate only once that rests on plan_batches acknowledged batches (its
+// samples weighted by the time each covers, at most a rate window: see advance): a first sample
+// of a batch or two is off by up to 2x (a burst of loads, a consumer scheduled late), and the
+// longer plan it set was filled alone. Until then it plans at the median rate of its peers whose
+// rates are known (a job joining running peers), or not at all (jobs started together, whose
+// plans then begin together).
 // The horizon is in seconds, the same for every job, so that jobs of different speeds decide, in
 // a shared round, items they consume at about the same moment: `fixed_horizon` if set, else the
 // time the jobs take to access `plan_span` cache-fulls of items (plan_span · (cache bytes − the
@@ -254,7 +255,8 @@ class Dispatcher {
   uint64_t capacity() const { return capacity_; }
   uint64_t queued(JobKey job) const { return jobs_.at(job).queued; }
   double rate(JobKey job) const { return jobs_.at(job).rate; }
-  // The slower estimate that the job's horizon follows (DispatcherOptions::plan_smoothing).
+  // The slower estimate of the job's rate (DispatcherOptions::plan_smoothing), which its horizon
+  // follows once known (see "Plan").
   double plan_rate(JobKey job) const { return jobs_.at(job).plan_rate; }
   // The rate the job earns credit at: its own once measured, else its group's median (0 if none).
   double pace(JobKey job) const;
@@ -272,10 +274,10 @@ class Dispatcher {
     bool stopped = false;
     uint64_t queued = 0;
     double credit = 0, rate = 0;
-    double plan_rate = 0;  // the slower estimate its horizon follows (plan_smoothing)
+    double plan_rate = 0;  // the slower estimate of its rate that plans use (plan_smoothing)
     uint64_t plan_samples = 0;
-    uint64_t plan_acked = 0;  // items acknowledged in the plan_seconds its rate samples cover
-    double plan_seconds = 0;
+    uint64_t plan_acked = 0;  // items acknowledged in its rate samples so far
+    double plan_weighted = 0, plan_weights = 0;  // Σ sample rate × weight, Σ weight (see advance)
     double plan_basis = 0;  // the rate its horizon follows (see advance); 0: no plan yet
     uint64_t horizon = 0;  // items: at least the window; set as the job's pace changes
     uint64_t reserved = 0;  // its part of reserved_ (reservation() when last updated)

@@ -691,6 +691,37 @@ TEST(Dispatcher, AJobsFirstBurstDoesNotGiveItAPlanOfItsOwn) {
   EXPECT_GT(before, 200u);
 }
 
+TEST(Dispatcher, ALongFirstStepOfEveryJobDoesNotShortenTheirPlans) {
+  // Two jobs whose training loops take their first two batches, then spend 5 s in their first
+  // step (CUDA start-up, cudnn's autotuning), then consume 2000 items/s. As in the daemon, the
+  // dispatcher runs only when a round is due or a job acknowledges: with both queues full, the
+  // pause is one rate sample of 5 s. Weighted by its whole length it made the plan rate 716/s
+  // and the queues 340 items; weighted as one sample (measured, deterministic): 1841/s, 905.
+  Dispatcher d(UINT64_MAX, 0.0, at_once(plans(0.5)));
+  Driver drv(d);
+  drv.add_equal_jobs(2, 0.008, 0.0);
+  double due = 0;
+  for (double t = 0; t < 8.0; t += 1e-4) {
+    bool acked = false;
+    for (Consumer& c : drv.consumers) {
+      if (t >= c.next && d.queued(c.key) >= c.batch) {
+        d.acknowledged(c.key, c.batch);
+        c.next = t + (++c.consumed == 2 ? 5.0 : c.period);
+        acked = true;
+      }
+    }
+    if (!acked && t < due) continue;
+    while (auto r = d.next_round(t)) {
+      for (JobSlot s : r->slots) d.decided(drv.key_of.at(s), 1);
+    }
+    due = d.next_due(t);
+  }
+  for (Key k = 0; k < 2; ++k) {
+    EXPECT_GT(d.plan_rate(k), 1600) << "job " << k;
+    EXPECT_GT(d.queued(k), 800u) << "job " << k << ": a plan of about 0.5 s at 2000 items/s";
+  }
+}
+
 TEST(Dispatcher, AJobAloneOnItsDatasetPlansNothingAndAJoinerFillsItsPlanAtOnce) {
   Dispatcher d(UINT64_MAX, 0.0, at_once(plans(0.5)));
   Driver drv(d);

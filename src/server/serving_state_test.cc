@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,14 +39,17 @@ using test_support::synthetic;
 // dispatcher's "Starting together").
 const double kStart = DispatcherOptions{}.join_gather;
 
-// What Engine::add_dataset does around its lock, on this thread.
-v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request, Caller caller = {}) {
+// What Engine::add_dataset does around its lock, on this thread; `disk_namespace`: the dataset's in
+// the disk tier (Dataset::disk_namespace).
+v1::DatasetInfo add(ServingState& state, const v1::AddDatasetRequest& request, Caller caller = {},
+                    std::optional<uint64_t> disk_namespace = {}) {
   state.check_new(request);
   auto ds = std::make_unique<Dataset>();
   open_dataset(*ds, request, [](const std::string& spec, const std::function<void(size_t)>& progress,
                                 const std::string& root) { return open_source(spec, progress, root); },
                "", {});
   size_items(*ds, {});
+  ds->disk_namespace = disk_namespace;
   return state.add_dataset(request, std::move(ds), caller);
 }
 
@@ -98,6 +102,35 @@ ServingState::JobId open_one_job(ServingState& state, std::function<void()> on_c
   const auto id = state.open_job(job_request("d", 4, 1, 2), &reply, std::move(on_change), 0.0);
   state.dispatch(kStart);
   return id;
+}
+
+TEST(ServingState, TheCacheAsksTheDiskTierAboutItsOwnDatasetsItemsByTheDatasetsNamespace) {
+  // The eviction order's "reloads cheaply" (PolicyContext) goes through the dataset's index in
+  // the cache key to its disk tier namespace: asked only of the dataset that has one, with its
+  // namespace and its item ids.
+  std::set<std::pair<uint64_t, ItemId>> asked;
+  ServingState state(options(), [&asked](uint64_t ns, ItemId item) {
+    asked.insert({ns, item});
+    return item % 2 == 0;
+  });
+  add(state, synthetic("plain", 64));  // no namespace: a raw dataset, or a daemon without the tier
+  add(state, synthetic("kept", 48), {}, 77);
+  v1::Registered reply;
+  const auto plain = state.open_job(job_request("plain", 4, 1, 2), &reply, {}, 0.0);
+  const auto kept = state.open_job(job_request("kept", 4, 1, 2), &reply, {}, 0.0);
+  v1::Batch b;
+  for (double t = kStart; t < 2.0; t += 0.01) {
+    state.dispatch(t);
+    run_loads(state);
+    for (const auto id : {plain, kept}) {
+      if (state.poll_batch(id, &b) == ServingState::Poll::kBatch) state.ack(id, b.seq(), 0, t);
+    }
+  }
+  ASSERT_FALSE(asked.empty()) << "acknowledged items became evictable";
+  for (const auto& [ns, item] : asked) {
+    EXPECT_EQ(ns, 77u) << "only the dataset with a namespace, by its namespace";
+    EXPECT_LT(item, 48u);
+  }
 }
 
 TEST(ServingState, ARoundQueuesTheWindowsLoadsForTheLoadersAndTheBatchIsReadyOnceTheyAreStored) {

@@ -60,10 +60,10 @@ struct Scenario {
   // come, first served); a job takes a batch only once its items are loaded. 0: loads are instant.
   double load_ms = 0;
   uint32_t loaders = 1;
-  // The disk tier (serve --disk-cache): an item enters it when its first load (a decode) ends, and
-  // a later load of it is a read of read_ms steps instead of load_ms. `items`: its capacity (0: no
-  // bound); `warm`: every item is in it from the start (a restarted daemon whose tier holds the
-  // dataset). `cheap_first`: under refcnt and planned the cache evicts the items the tier holds
+  // The disk tier (serve --disk-cache): an item enters it with its first load (a decode), and a
+  // later load of it is a read of read_ms steps instead of load_ms. `items`: its capacity (0: no
+  // bound); `warm`: it holds items from the start, the first `items` ids or all (a restarted
+  // daemon whose tier holds the dataset). `cheap_first`: under refcnt and planned the cache evicts the items the tier holds
   // first among equals, as the daemon does (false: to measure what that gives).
   struct DiskTier {
     bool enabled = false;

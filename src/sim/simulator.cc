@@ -65,8 +65,13 @@ class Run {
         dispatcher_(std::numeric_limits<uint64_t>::max(), 0.0, dispatcher_options(sc)), loader_free_(sc.loaders, 0.0) {
     for (size_t i = 0; i < sc.jobs.size(); ++i) jobs_.emplace_back(next_uses);
     if (sc.disk.enabled) {
-      on_disk_.assign(sc.universe, sc.disk.warm);
-      on_disk_count_ = sc.disk.warm ? sc.universe : 0;
+      on_disk_.assign(sc.universe, false);
+      if (sc.disk.warm) {  // the first ids, as many as it holds
+        for (ItemId x = 0; x < sc.universe && (sc.disk.items == 0 || on_disk_count_ < sc.disk.items); ++x) {
+          on_disk_[x] = true;
+          ++on_disk_count_;
+        }
+      }
     }
   }
 

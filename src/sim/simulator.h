@@ -9,7 +9,8 @@
 // ahead). A round's distinct items not in the cache are loads (one load per item, however many
 // jobs got it); then they enter the cache under the policy. A delivery is a hit when its item
 // was resident at the start of the round, and is counted when it is decided. Loads take the
-// scenario's load_ms steps each on `loaders` loader threads (0: instant): a consumer takes a batch
+// scenario's load_ms steps each (disk.read_ms for an item its disk tier holds) on `loaders` loader
+// threads (0: instant): a consumer takes a batch
 // once its items are loaded, and a job whose window waits on loads says so to the dispatcher, as
 // the daemon's engine does. As in the daemon, a decided item stays pinned in the cache until its job
 // consumes it. Under `lockstep` a round may be blocked (the shared order waits for a job
