@@ -34,8 +34,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python", "joader"))
-from daemon import Daemon  # noqa: E402  (by path: no native module needed)
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from daemon_process import Daemon  # noqa: E402  (python/joader/daemon.py by path: no native module needed)
 
 
 def disk_read_bytes():
@@ -122,8 +122,10 @@ def serve(args, workdir, extra=()):
     return d
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def setup_arguments(doc):
+    """The options this script and bench/disk_tier_recipe.py share: the build, the photos, the
+    tier's folder, the arena, the loader threads, the runs."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build")
     p.add_argument("--data", default="/var/tmp/joader-disk-tier-photos")
     p.add_argument("--disk", default="/var/tmp/joader-disk-tier-cache", help="the tier's folder (local disk)")
@@ -131,10 +133,11 @@ def main():
     p.add_argument("--cache", default="256MiB")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--speeds", help="k jobs at once at these relative paces, e.g. 1,1,0.5,0.25")
-    p.add_argument("--batch-ms", type=float, default=20, help="with --speeds: a speed-1 job's time per batch")
-    p.add_argument("--epochs", type=int, default=2, help="with --speeds: each job's epochs")
-    args = p.parse_args()
+    return p
+
+
+def prepare(args):
+    """Makes the photos if --data has none; returns whether the page cache can be dropped (root)."""
     can_drop = os.geteuid() == 0
     if not can_drop:
         print("not root: the page cache is not dropped, so 'disk' reads may come from memory", file=sys.stderr)
@@ -142,6 +145,16 @@ def main():
         print(f"making {args.count} photos in {args.data}", file=sys.stderr)
         subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "data", "make_photos.py"), args.data,
                         "--count", str(args.count), "--min", "500", "--max", "500", "--jpeg-only"], check=True)
+    return can_drop
+
+
+def main():
+    p = setup_arguments(__doc__)
+    p.add_argument("--speeds", help="k jobs at once at these relative paces, e.g. 1,1,0.5,0.25")
+    p.add_argument("--batch-ms", type=float, default=20, help="with --speeds: a speed-1 job's time per batch")
+    p.add_argument("--epochs", type=int, default=2, help="with --speeds: each job's epochs")
+    args = p.parse_args()
+    can_drop = prepare(args)
     rows = []
     with tempfile.TemporaryDirectory(prefix="joader-disk-tier-") as workdir:
         os.chmod(workdir, 0o700)

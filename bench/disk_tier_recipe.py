@@ -21,7 +21,6 @@ and the loader's construction) and ends after its loop and a sync: the drop is i
 sides, as is the writing of the tier in Joader's first epoch. Prints each epoch's images/s and the megabytes the block devices read in it
 (/proc/diskstats) as JSON lines, then the medians and the ratios.
 """
-import argparse
 import json
 import os
 import shutil
@@ -31,26 +30,17 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python", "joader"))
-from daemon import Daemon  # noqa: E402  (by path: no native module needed)
+sys.path.insert(0, HERE)
+from disk_tier import Daemon, prepare, setup_arguments  # noqa: E402
 
 JOB = """
 import json, os, sys, time
 sys.path.insert(0, {python!r})
 sys.path.insert(0, {e2e!r})
+sys.path.insert(0, {bench!r})
 import torch, torchvision
 from timed import recipe
-
-
-def disk_read_bytes():  # as bench/disk_tier.py's
-    total = 0
-    with open("/proc/diskstats") as f:
-        for line in f:
-            fields = line.split()
-            if os.path.exists(f"/sys/block/{{fields[2]}}") and not fields[2].startswith(("loop", "ram", "zram")):
-                total += int(fields[5]) * 512
-    return total
-
+from disk_tier import disk_read_bytes, drop_caches
 
 side, data, epochs, workers = {side!r}, {data!r}, {epochs}, {workers}
 dataset = torchvision.datasets.ImageFolder(data, transform=recipe())
@@ -66,10 +56,7 @@ for epoch in range(epochs):
     # prepares ahead across the drop as it would across a training step, and the tier's writes of
     # the epoch are paid for in it.
     read0, start, n = disk_read_bytes(), time.monotonic(), 0
-    os.sync()
-    if {drop}:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\\n")
+    drop_caches({drop})
     for images, labels in loader:
         assert images.dtype == torch.float32 and images.shape[1:] == (3, 224, 224)
         n += len(labels)
@@ -80,7 +67,7 @@ for epoch in range(epochs):
 
 
 def job(args, side, socket, can_drop):
-    script = JOB.format(python=os.path.join(args.build, "python"), e2e=os.path.join(HERE, "e2e"), side=side,
+    script = JOB.format(python=os.path.join(args.build, "python"), e2e=os.path.join(HERE, "e2e"), bench=HERE, side=side,
                         data=args.data, epochs=args.epochs, workers=args.workers, socket=socket, drop=can_drop)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     if r.returncode != 0:
@@ -89,24 +76,11 @@ def job(args, side, socket, can_drop):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--build", default="build")
-    p.add_argument("--data", default="/var/tmp/joader-disk-tier-photos")
-    p.add_argument("--disk", default="/var/tmp/joader-disk-tier-cache", help="the tier's folder (local disk)")
-    p.add_argument("--count", type=int, default=3000)
-    p.add_argument("--cache", default="256MiB")
-    p.add_argument("--threads", type=int, default=2)
+    p = setup_arguments(__doc__)
     p.add_argument("--workers", type=int, default=os.cpu_count())
-    p.add_argument("--runs", type=int, default=3)
     p.add_argument("--epochs", type=int, default=3)
     args = p.parse_args()
-    can_drop = os.geteuid() == 0
-    if not can_drop:
-        print("not root: the page cache is not dropped, so 'disk' reads may come from memory", file=sys.stderr)
-    if not os.path.isdir(args.data):
-        print(f"making {args.count} photos in {args.data}", file=sys.stderr)
-        subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "data", "make_photos.py"), args.data,
-                        "--count", str(args.count), "--min", "500", "--max", "500", "--jpeg-only"], check=True)
+    can_drop = prepare(args)
     rows = []
     with tempfile.TemporaryDirectory(prefix="joader-disk-tier-") as workdir:
         os.chmod(workdir, 0o700)
