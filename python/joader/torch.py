@@ -288,10 +288,9 @@ class DataLoader:
         return loader
 
     def _subset_size(self):
+        """The job's items per epoch, all ranks together (a rank's open loader holds only its part)."""
         if self._subset is not None:
             return len(self._subset)
-        if self._loader is not None:
-            return self._loader.items_per_epoch
         return self._identity[job_state.DATASET_ITEMS]
 
     def _rank_part(self, epoch):
@@ -325,7 +324,23 @@ class DataLoader:
             return images, labels, torch.from_numpy(batch.indices)
         return images, labels
 
+    def _settle(self):
+        """Takes in an epoch that the current loader finished, whether its pass ran to the end or
+        the training loop broke out right after the epoch's last batch (which a generator never
+        sees): a data-parallel rank's one-epoch loader is closed and the next epoch is due."""
+        if self._loader is None:
+            return
+        if self.world_size == 1:
+            self._epoch = self._loader.epoch
+        elif self._loader.epoch > 0:
+            self._loader.close()
+            self._waited += self._loader.wait_seconds
+            self._skipped.update(self._loader.skipped)
+            self._loader, self._state = None, None
+            self._epoch += 1
+
     def __iter__(self):
+        self._settle()
         if self.epochs is not None and self._epoch >= self.epochs:
             raise exhausted(self.epochs, "DataLoader")
         if self._sampler is not None and self.world_size > 1 and self._sampler.epoch != self._epoch:
@@ -350,14 +365,7 @@ class DataLoader:
         # lost or repeated.
         for batch in self._loader.batches(until_epoch_end=True):
             yield self._to_tensors(batch)
-        if self.world_size > 1:
-            self._loader.close()
-            self._waited += self._loader.wait_seconds
-            self._skipped.update(self._loader.skipped)
-            self._loader, self._state = None, None
-            self._epoch += 1
-        else:
-            self._epoch = self._loader.epoch
+        self._settle()
 
     def state_dict(self):
         """{"dataset", "epoch", "consumed", "fingerprint", "dataset_items"} (and "augment_seed";

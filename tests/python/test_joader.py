@@ -280,6 +280,28 @@ def test_a_pass_interrupted_by_break_continues_where_it_stopped(client):
         list(dl)
 
 
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_a_break_right_after_an_epochs_last_batch_goes_on_with_the_next_epoch(client, world_size):
+    # A generator never learns that its consumer broke out after the last batch it yielded: the
+    # loader must still count that epoch as done (a data-parallel rank used to fail its next pass
+    # with "this Loader has delivered all its epochs=1").
+    client.add_dataset("synth", source="synthetic:40:16x16", crop=8)
+    dl = joader.torch.DataLoader("synth", batch_size=10, epochs=3, client=client, layout="NHWC", with_indices=True,
+                                 rank=0, world_size=world_size)
+    part = 40 // world_size
+    for epoch in range(3):
+        got = []
+        for k, (_, _, ids) in enumerate(dl):
+            got += ids.tolist()
+            assert len(dl) == part // 10, "a rank's len() is its part's batches, also while a pass is open"
+            if k == len(dl) - 1:
+                break
+        assert len(got) == len(set(got)) == part, f"epoch {epoch}"
+        assert dl.state_dict()["epoch"] == epoch + 1 and dl.state_dict()["consumed"] == []
+    with pytest.raises(joader.JoaderError, match="this DataLoader has delivered all its epochs=3"):
+        list(dl)
+
+
 def test_errors_are_joader_errors_with_codes(client, workdir):
     with pytest.raises(joader.JoaderError) as e:
         next(iter(joader.Loader("nope", batch_size=4, client=client, indices=[0])))
