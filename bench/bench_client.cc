@@ -1,17 +1,18 @@
 // bench_client: one job through the C++ client, timing what it receives. Each batch is gathered
-// from the arena into one contiguous buffer (what the Python binding does) before it is
-// acknowledged, so the figure includes reading every byte.
+// from the arena into one contiguous buffer by a BatchBuilder (client/batch_builder.h, as the
+// Python binding gathers a uint8 NHWC batch) before it is acknowledged, so the figure includes
+// reading every byte.
 //
 //   bench_client --socket S --dataset D --batch 64 --epochs 3 --warmup-epochs 1
 // prints one JSON line: {"items", "bytes", "seconds", "items_per_s", "gb_per_s"} over the epochs
 // after the warm-up ones.
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "client/batch_builder.h"
 #include "client/client.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   try {
     joader::Client client(socket);
     auto job = client.open_job(o);
+    joader::BatchBuilder builder(*job, {}, 0, 1);
+    const joader::BatchFormat format;  // uint8, NHWC
     joader::Batch b;
     while (job->next(&b)) {
       // The clock starts when the first measured batch has arrived, so that batch's items, whose
@@ -46,12 +49,16 @@ int main(int argc, char** argv) {
       uint64_t total = 0;
       for (const auto& it : b.items) total += it.size;
       gathered.resize(total);
-      uint8_t* dst = gathered.data();
-      for (const auto& it : b.items) {
-        std::memcpy(dst, it.data, it.size);
-        dst += it.size;
+      if (builder.kind() == joader::BatchKind::kImages) {
+        builder.gather(b, format, gathered.data());
+      } else {
+        std::vector<uint8_t*> dst;
+        for (uint8_t* at = gathered.data(); const auto& it : b.items) {
+          dst.push_back(at);
+          at += it.size;
+        }
+        builder.copy_items(b, dst);
       }
-      job->ack(b);
       if (measuring && !first_measured) {
         items += b.items.size();
         bytes += total;

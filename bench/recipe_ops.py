@@ -91,7 +91,7 @@ def main():
     for which, fn, factor in (("brightness", F.adjust_brightness, 1.3), ("contrast", F.adjust_contrast, 0.7),
                               ("saturation", F.adjust_saturation, 1.4), ("hue", F.adjust_hue, 0.08)):
         pairs.append((f"adjust_{which}({factor})", median_ms(lambda: [fn(x, factor) for x in images], len(images)),
-                      median_ms(lambda: [_native.testing_adjust(a, which, factor) for a in arrays], len(images))))
+                      median_ms(lambda: [_native.testing.adjust(a, which, factor) for a in arrays], len(images))))
     tensors = [T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))(T.ToTensor()(x)) for x in images]
     erase = T.RandomErasing(1.0)
     batch = np.stack(arrays)
@@ -119,7 +119,7 @@ def main():
         magnitude = float(magnitudes[15]) if magnitudes is not None and magnitudes.ndim > 0 else 0.0
         pairs.append((f"{name}({magnitude:g})",
                       median_ms(lambda: [_apply_op(x, name, magnitude, bilinear, None) for x in images], len(images)),
-                      median_ms(lambda: [_native.testing_image_op(a, code, magnitude, 2, (0, 0, 0)) for a in arrays],
+                      median_ms(lambda: [_native.testing.image_op(a, code, magnitude, 2, (0, 0, 0)) for a in arrays],
                                 len(images))))
     print("\n| op, per 224x224 image | torchvision ms | Joader native ms | ratio |\n|---|---:|---:|---:|")
     for name, theirs, ours in pairs:

@@ -20,8 +20,13 @@ from dataclasses import dataclass, field
 from . import _native
 from .client import INVALID_ARGUMENT, error
 
+# The native op kinds (proto/joader.proto's AugmentOp.Kind; src/prep/ops/list.h): _native_op
+# below maps torchvision's classes to them.
 (RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT, RANDOM_CROP,
  RANDOM_AFFINE) = range(8)
+# What each kind does to an image's size, from the native op table: "keeps", "fixes" (size×size)
+# or "resizes".
+_SIZING = tuple(sizing for _, sizing in _native.op_families())
 
 # torchvision's _apply_op names, then two more single ops, as prep/autoaugment.h's ImageOp codes.
 IMAGE_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast",
@@ -319,16 +324,13 @@ def describe(t):
     return text if text and len(text) <= 120 else name
 
 
-_SIZING = (RANDOM_RESIZED_CROP, RESIZE, CENTER_CROP, RANDOM_CROP)
-
-
 def _fixed_size_prefix(ops):
     """The length of the longest prefix of ops that ends in one size for every image (its last
     sizing op a RandomResizedCrop, a CenterCrop or a RandomCrop); 0 if none."""
     best, fixed = 0, False
     for n, op in enumerate(ops, 1):
-        if op[0] in _SIZING:
-            fixed = op[0] != RESIZE
+        if _SIZING[op[0]] != "keeps":
+            fixed = _SIZING[op[0]] == "fixes"
         if fixed:
             best = n
     return best
@@ -396,9 +398,9 @@ def plan(augment, tensors=True):
         if op is None:
             break
         native.append(op)
-        if op[0] in (RANDOM_RESIZED_CROP, CENTER_CROP, RANDOM_CROP):
+        if _SIZING[op[0]] == "fixes":
             side = op[1]
-        elif op[0] == RESIZE:
+        elif _SIZING[op[0]] == "resizes":
             side = None
     native = native[:_fixed_size_prefix(native)]
     if native:

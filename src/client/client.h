@@ -1,5 +1,6 @@
 // The C++ client of the Joader daemon: datasets, status, and jobs whose batches are read in place
-// from the daemon's shared-memory arena (mapped read-only). The Python package wraps this.
+// from the daemon's shared-memory arena (mapped read-only). client/batch_builder.h makes training
+// batches of them (augmented, float, NCHW); the Python package wraps both.
 //
 //   joader::Client client;                                  // $JOADER_SOCKET or the default path
 //   auto job = client.open_job({.dataset = "imagenet", .batch_size = 256, .epochs = 90});

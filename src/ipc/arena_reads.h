@@ -21,11 +21,11 @@
 // trap more than had it been read in place from the start, once, and then reads in place for good.
 // (Copying only a page's first read was measured and rejected: it moves the trap into the second
 // epoch, much slower there and slower over two epochs.) Where the first read is cheap, copy_reads
-// is 0 and every item is read in place. Job::next copies whole items into the Batch; the Python
-// binding instead copies each item as it writes it into the batch array (src/python/native.cc,
-// readable: straight into its slot, or through a buffer that stays in the core's cache; with
+// is 0 and every item is read in place. Job::next copies whole items into the Batch; a
+// BatchBuilder (src/client/batch_builder.h, used by the Python binding) instead copies each item
+// as it writes it into the batch array (readable: straight into its slot, or through a buffer that stays in the core's cache; with
 // reused batch arrays, four evaluation jobs' first epoch was faster), and only the box's rows for
-// a pipeline starting with RandomResizedCrop (crop_rows): a whole 560 KB image copied for a crop
+// a pipeline starting with RandomResizedCrop (read_rows): a whole 560 KB image copied for a crop
 // of a third of it made training jobs no faster, the rows faster. The figures: docs/BENCHMARKS.md,
 // "First touches", "Per-item copies and reused batch arrays" and "Design measurements quoted from
 // the code".

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "prep/image_prep.h"
+#include "prep/pil/geometry.h"
 
 namespace joader {
 
@@ -62,9 +63,6 @@ enum class ImageOp : uint8_t {
 };
 inline constexpr int kImageOpCount = 17;
 const char* image_op_name(ImageOp op);
-
-// PIL's resampling codes, as torchvision's InterpolationMode maps them.
-enum class Resample : uint8_t { kNearest = 0, kBilinear = 2 };
 
 struct AutoAugmentSpec {
   enum Family : uint8_t { kTrivialAugmentWide, kRandAugment, kAutoAugment, kRandomApply };
@@ -110,33 +108,5 @@ std::vector<AppliedOp> draw_auto_augment(const AutoAugmentSpec& spec, CounterRng
 // torchvision's _apply_op(img, op, magnitude, interpolation, fill) on the PIL image img, in place.
 void apply_image_op(Image& img, ImageOp op, double magnitude, Resample interpolation,
                     const std::array<uint8_t, 3>& fill);
-
-// PIL's Image.transform(size, AFFINE, matrix, resample, fillcolor=fill) with the output the
-// input's size (what F.affine gives), and Image.rotate(angle, resample, fillcolor=fill).
-Image affine_pil(const Image& img, const std::array<double, 6>& matrix, Resample resample,
-                 const std::array<uint8_t, 3>& fill);
-// `center` (x, y), when given, is Image.rotate's center= (and disables its quarter-turn fast paths).
-Image rotate_pil(const Image& img, double angle, Resample resample, const std::array<uint8_t, 3>& fill,
-                 const double* center = nullptr);
-
-// F.affine(img, angle, translate, scale, shear, interpolation, fill, center) on a PIL image:
-// torchvision's inverse matrix (center default: the image's centre, w * 0.5, h * 0.5), then
-// affine_pil.
-struct AffineParams {
-  double angle = 0, translate_x = 0, translate_y = 0, scale = 1, shear_x = 0, shear_y = 0;
-  bool has_center = false;
-  double center_x = 0, center_y = 0;
-};
-Image affine_transform(const Image& img, const AffineParams& params, Resample resample,
-                       const std::array<uint8_t, 3>& fill);
-
-// PIL's Image.new("RGB", (width, height), fill).
-Image filled_image(uint32_t width, uint32_t height, const std::array<uint8_t, 3>& fill);
-
-// ", fill=(r, g, b)" for a describe(); nothing for black, torchvision's default.
-std::string fill_text(const std::array<uint8_t, 3>& fill);
-
-// PIL's Image.resize((width, height), NEAREST): its scale-only affine nearest-neighbour loop.
-Image resize_nearest(const Image& img, uint32_t width, uint32_t height);
 
 }  // namespace joader

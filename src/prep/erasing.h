@@ -15,7 +15,8 @@
 #include <array>
 #include <cstdint>
 
-#include "prep/augment.h"
+#include "prep/counter_rng.h"
+#include "prep/image_prep.h"
 
 namespace joader {
 

@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <map>
 
+#include "common/augment_wire.h"
 #include "common/protocol.h"
 #include "common/source_spec.h"
 #include "ipc/arena_allocator.h"
 #include "prep/augment.h"
+#include "prep/ops/op_family.h"
 #include "prep/image_formats.h"
 
 namespace joader {
@@ -195,24 +197,6 @@ uint64_t probe_stored_sizes(Dataset& ds, const std::function<void(size_t)>& prog
   return largest;
 }
 
-std::vector<AugmentOp> augment_ops(const google::protobuf::RepeatedPtrField<v1::AugmentOp>& ops) {
-  std::vector<AugmentOp> out;
-  for (const v1::AugmentOp& m : ops) {
-    AugmentOp op;
-    op.kind = static_cast<AugmentOp::Kind>(m.kind());
-    op.size = m.size();
-    op.scale_min = m.scale_min();
-    op.scale_max = m.scale_max();
-    op.ratio_min = m.ratio_min();
-    op.ratio_max = m.ratio_max();
-    op.p = m.p();
-    if (m.jitter_size() == int(op.jitter.size())) std::copy(m.jitter().begin(), m.jitter().end(), op.jitter.begin());
-    op.set_params(std::vector<double>(m.params().begin(), m.params().end()));
-    out.push_back(op);
-  }
-  return out;
-}
-
 }  // namespace
 
 void open_dataset(Dataset& ds, const v1::AddDatasetRequest& req, const SourceOpener& open,
@@ -290,34 +274,20 @@ std::string check_augment(const v1::Register& req, const Dataset& ds) {
   }
   std::vector<AugmentOp> ops;
   try {
-    ops = augment_ops(req.augment());
-    validate_pipeline(ops);
+    ops = from_wire(req.augment());
   } catch (const PrepError& e) {
     throw EngineError(EngineError::kInvalidArgument, std::string("augment: ") + e.what());
   }
-  // A CenterCrop applied to the stored image itself must fit in every stored image: torchvision
-  // would pad the smaller ones with zeros, which a training job hardly wants. A RandomCrop that
-  // cannot pad enough would fail on such an image (as torchvision's does): refused here instead.
-  const AugmentOp& first = ops.front();
+  // The first op takes the stored images themselves: one that cannot take the smallest (a
+  // CenterCrop larger than it, a RandomCrop that cannot pad enough) is refused here, not per item.
   const ImageSize smallest = own_size(ds.prep) ? ds.smallest : ImageSize{ds.prep.crop, ds.prep.crop};
-  const std::string which = own_size(ds.prep) ? fmt::format("item {}", ds.smallest_item) : "";
-  if (first.kind == AugmentOp::kRandomCrop && smallest.width != 0) {
-    try {
-      random_crop_padding(first, smallest.width, smallest.height);
-    } catch (const PrepError& e) {
-      throw EngineError(EngineError::kInvalidArgument,
-                        fmt::format("augment: {}; that is the smallest image '{}' stores{}", e.what(), ds.spec.name(),
-                                    which.empty() ? "" : " (" + which + ")"));
-    }
-  }
-  if (first.kind == AugmentOp::kCenterCrop) {
-    if (smallest.width != 0 && first.size > std::min(smallest.width, smallest.height)) {
-      throw EngineError(EngineError::kInvalidArgument,
-                        fmt::format("augment: CenterCrop({}) is larger than the smallest image '{}' stores ({}×{}{}): "
-                                    "put a Resize first or crop less",
-                                    first.size, ds.spec.name(), smallest.width, smallest.height,
-                                    which.empty() ? "" : ", " + which));
-    }
+  const OpFamily& first = family_of(ops.front());
+  if (smallest.width != 0 && first.refuses_input) {
+    const std::string refusal =
+        first.refuses_input(ops.front(), smallest.width, smallest.height,
+                            fmt::format("the smallest image '{}' stores", ds.spec.name()),
+                            own_size(ds.prep) ? fmt::format("item {}", ds.smallest_item) : "");
+    if (!refusal.empty()) throw EngineError(EngineError::kInvalidArgument, "augment: " + refusal);
   }
   std::vector<std::string> described;
   for (const AugmentOp& op : ops) described.push_back(op.describe());

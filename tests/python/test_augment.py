@@ -1,6 +1,6 @@
 """Per-job augmentation (src/prep/augment.h) against torchvision: the bytes of a resized crop, and
 the law of RandomResizedCrop's parameters. The C++ ops are reached through joader._native's
-testing_* hooks, without a daemon."""
+testing hooks (joader._native.testing), without a daemon."""
 import math
 import re
 import os
@@ -54,7 +54,7 @@ def test_resized_crops_equal_torchvisions_bytes_on_real_photos(photos, interpola
         for k, box in enumerate(boxes):
             for size in (224, 17):  # mostly an enlargement, and a reduction with a wide filter
                 flip = (n + k + size) % 2 == 1
-                ours = _native.testing_resized_crop(array, *box, size, flip, code)
+                ours = _native.testing.resized_crop(array, *box, size, flip, code)
                 expected = torchvision_crop(pil, box, size, flip, interpolation)
                 assert np.array_equal(ours, expected), (n, pil.size, box, size, flip)
                 checked += 1
@@ -95,7 +95,7 @@ N = 6000
 
 @pytest.mark.parametrize("width,height", [(500, 375), (200, 900)])
 def test_random_resized_crop_parameters_follow_torchvisions_law(width, height):
-    ours = _native.testing_draws(width, height, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 1, 0, N)
+    ours = _native.testing.draws(width, height, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 1, 0, N)
     theirs = draws_of_torchvision(width, height, (0.08, 1.0), (3 / 4, 4 / 3), N)
     p = law_pvalues(ours, theirs, width, height)
     assert min(p.values()) > ALPHA, p
@@ -103,19 +103,19 @@ def test_random_resized_crop_parameters_follow_torchvisions_law(width, height):
 
 def test_a_biased_law_is_rejected():
     # The control: scale (0.2, 1) instead of torchvision's (0.08, 1) must fail the same test.
-    ours = _native.testing_draws(500, 375, 224, (0.2, 1.0), (3 / 4, 4 / 3), 0.5, 1, 0, N)
+    ours = _native.testing.draws(500, 375, 224, (0.2, 1.0), (3 / 4, 4 / 3), 0.5, 1, 0, N)
     theirs = draws_of_torchvision(500, 375, (0.08, 1.0), (3 / 4, 4 / 3), N)
     p = law_pvalues(ours, theirs, 500, 375)
     assert p["area"] < ALPHA, p
-    biased_flip = _native.testing_draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.45, 1, 0, N)
+    biased_flip = _native.testing.draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.45, 1, 0, N)
     assert law_pvalues(biased_flip, theirs, 500, 375)["flip"] < 0.05  # a 5-point bias in p, 6000 draws
 
 
 def test_draws_are_fixed_by_seed_epoch_and_item():
-    a = _native.testing_draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 7, 3, 200)
-    assert np.array_equal(a, _native.testing_draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 7, 3, 200))
-    other_epoch = _native.testing_draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 7, 4, 200)
-    other_seed = _native.testing_draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 8, 3, 200)
+    a = _native.testing.draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 7, 3, 200)
+    assert np.array_equal(a, _native.testing.draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 7, 3, 200))
+    other_epoch = _native.testing.draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 7, 4, 200)
+    other_seed = _native.testing.draws(500, 375, 224, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, 8, 3, 200)
     assert (a != other_epoch).any(axis=1).mean() > 0.95 and (a != other_seed).any(axis=1).mean() > 0.95
     assert math.isclose(a[:, 4].mean(), 0.5, abs_tol=0.15)
 
@@ -225,7 +225,7 @@ def erasing_pvalues(ours, theirs, width, height):
 
 @pytest.mark.parametrize("width,height", [(224, 224), (60, 200)])
 def test_random_erasing_boxes_follow_torchvisions_law(width, height):
-    ours = _native.testing_erasing_boxes(width, height, ERASE, 1, N)
+    ours = _native.testing.erasing_boxes(width, height, ERASE, 1, N)
     theirs = erasings_of_torchvision(width, height, 0.5, (0.02, 0.33), (0.3, 3.3), N)
     p = erasing_pvalues(ours, theirs, width, height)
     assert min(p.values()) > ALPHA, p
@@ -234,9 +234,9 @@ def test_random_erasing_boxes_follow_torchvisions_law(width, height):
 def test_a_biased_erasing_law_is_rejected():
     # The control: scale (0.05, 0.33) instead of (0.02, 0.33), and p 0.45 instead of 0.5.
     theirs = erasings_of_torchvision(224, 224, 0.5, (0.02, 0.33), (0.3, 3.3), N)
-    wider = _native.testing_erasing_boxes(224, 224, (0.5, 0.05, 0.33, 0.3, 3.3, (0.0,) * 3), 1, N)
+    wider = _native.testing.erasing_boxes(224, 224, (0.5, 0.05, 0.33, 0.3, 3.3, (0.0,) * 3), 1, N)
     assert erasing_pvalues(wider, theirs, 224, 224)["area"] < ALPHA
-    rarer = _native.testing_erasing_boxes(224, 224, (0.45, 0.02, 0.33, 0.3, 3.3, (0.0,) * 3), 1, N)
+    rarer = _native.testing.erasing_boxes(224, 224, (0.45, 0.02, 0.33, 0.3, 3.3, (0.0,) * 3), 1, N)
     assert erasing_pvalues(rarer, theirs, 224, 224)["erase"] < 0.05  # a 5-point bias in p, 6000 draws
 
 
@@ -287,7 +287,7 @@ def test_colour_adjustments_equal_torchvisions_bytes_on_real_photos(photos, whic
     for n, pil in enumerate(photos):
         array = np.asarray(pil)
         for factor in factors:
-            ours = _native.testing_adjust(array, which, factor)
+            ours = _native.testing.adjust(array, which, factor)
             theirs = np.asarray(ADJUST[which](pil, factor))
             assert np.array_equal(ours, theirs), (n, pil.size, which, factor, np.abs(ours.astype(int) - theirs).max())
 
@@ -297,7 +297,7 @@ def test_the_hue_shift_equals_pils_for_every_rgb_colour():
     colours = np.stack([every >> 16, (every >> 8) & 255, every & 255], axis=-1).astype(np.uint8).reshape(4096, 4096, 3)
     pil = Image.fromarray(colours)
     for factor in (-0.5, -0.2, 0.0, 0.013, 0.3):
-        assert np.array_equal(_native.testing_adjust(colours, "hue", factor), np.asarray(F.adjust_hue(pil, factor))), \
+        assert np.array_equal(_native.testing.adjust(colours, "hue", factor), np.asarray(F.adjust_hue(pil, factor))), \
             factor
 
 
@@ -328,7 +328,7 @@ def jitter_pvalues(ours, theirs):
 
 
 def test_color_jitter_draws_follow_torchvisions_law():
-    ours = _native.testing_jitter_draws(JITTER_BOUNDS, 1, 0, N)
+    ours = _native.testing.jitter_draws(JITTER_BOUNDS, 1, 0, N)
     p = jitter_pvalues(ours, jitter_draws_of_torchvision(N))
     assert min(p.values()) > ALPHA, p
     assert sorted(set(map(tuple, ours[:, :4].astype(int).tolist()))) == sorted(
@@ -337,7 +337,7 @@ def test_color_jitter_draws_follow_torchvisions_law():
 
 def test_a_biased_jitter_law_is_rejected():
     theirs = jitter_draws_of_torchvision(N)
-    biased = _native.testing_jitter_draws((0.6, 1.5, 0.7, 1.3, 0.5, 1.5, -0.1, 0.1), 1, 0, N)  # brightness to 1.5
+    biased = _native.testing.jitter_draws((0.6, 1.5, 0.7, 1.3, 0.5, 1.5, -0.1, 0.1), 1, 0, N)  # brightness to 1.5
     assert jitter_pvalues(biased, theirs)["brightness"] < ALPHA
 
 
@@ -354,10 +354,26 @@ def test_a_native_color_jitter_gives_torchvisions_bytes_for_its_draws(client, ph
     for epoch in range(2):
         for images, _, ids in loader:
             for image, i in zip(images, ids.tolist()):
-                draw = _native.testing_jitter_draws(JITTER_BOUNDS, 9, epoch, i + 1)[i]  # items 0..i: row i
+                draw = _native.testing.jitter_draws(JITTER_BOUNDS, 9, epoch, i + 1)[i]  # items 0..i: row i
                 img = plain[i][0]
                 for k in draw[:4].astype(int):
                     img = ADJUST[("brightness", "contrast", "saturation", "hue")[k]](img, draw[4 + k])
                 assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
                 checked += 1
     assert checked == 2 * len(plain)
+
+
+def test_the_python_mapping_the_native_op_table_and_the_protocol_list_the_same_ops():
+    # An op is added in four places (its file in src/prep/ops/, the table's list, the protocol's
+    # AugmentOp.Kind, the Python mapping): all four must name the same ops with the same numbers.
+    import joader.augment as A
+    proto = open(os.path.join(os.path.dirname(__file__), "..", "..", "proto", "joader.proto")).read()
+    enum = re.search(r"message AugmentOp \{\s*enum Kind \{(.*?)\}", proto, re.S).group(1)
+    protocol = {int(number): name for name, number in re.findall(r"(\w+) = (\d+);", enum)}
+    table = [name for name, _ in _native.op_families()]
+    assert sorted(protocol) == list(range(len(table)))
+    for kind, name in enumerate(table):
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
+        assert protocol[kind] == snake, (kind, name)
+        assert getattr(A, snake) == kind, f"joader.augment.{snake} is not the table's kind {kind}"
+    assert dict(_native.op_families())["Resize"] == "resizes" and dict(_native.op_families())["CenterCrop"] == "fixes"

@@ -62,7 +62,7 @@ def test_every_op_equals_torchvisions_apply_op_byte_for_byte_on_real_photos(phot
         for magnitude in magnitudes_to_try(name):
             for n, pil in enumerate(photos):
                 expected = np.asarray(tv_autoaugment._apply_op(pil, name, magnitude, interpolation, fill))
-                ours = _native.testing_image_op(np.asarray(pil), IMAGE_OPS.index(name), magnitude, code,
+                ours = _native.testing.image_op(np.asarray(pil), IMAGE_OPS.index(name), magnitude, code,
                                                 tuple(fill or (0, 0, 0)))
                 assert ours.shape == expected.shape and np.array_equal(ours, expected), (name, magnitude, n, pil.size)
                 checked += 1
@@ -77,7 +77,7 @@ def test_rotations_by_quarter_turns_and_odd_sizes_equal_pils():
         for angle in (90.0, -90.0, 180.0, 270.0, 45.0, -135.0, 0.0, 360.0):
             for interpolation, code in ((NEAREST, 0), (BILINEAR, 2)):
                 expected = np.asarray(F.rotate(pil, angle, interpolation=interpolation))
-                ours = _native.testing_image_op(array, IMAGE_OPS.index("Rotate"), angle, code, (0, 0, 0))
+                ours = _native.testing.image_op(array, IMAGE_OPS.index("Rotate"), angle, code, (0, 0, 0))
                 assert np.array_equal(ours, expected), (w, h, angle, interpolation)
 
 
@@ -110,7 +110,7 @@ def torchvision_draws(transform, n, side=32):
 
 
 def joader_draws(op, n, seed=3):
-    return [[(code, magnitude) for code, magnitude in d] for d in _native.testing_auto_augment_draws(op[7], seed, 0, n)]
+    return [[(code, magnitude) for code, magnitude in d] for d in _native.testing.auto_augment_draws(op[7], seed, 0, n)]
 
 
 def law_pvalues(ours, theirs):
@@ -214,7 +214,7 @@ def test_a_dataloader_applies_the_policy_natively_with_torchvisions_pixels_for_i
     transform = POLICIES[name]()
     for image, img, op, epoch, i in deliveries(client, photo_folder, transform):
         assert op[0] == AUTO_AUGMENT
-        for code, magnitude in _native.testing_auto_augment_draws(op[7], 9, epoch, i + 1)[i]:
+        for code, magnitude in _native.testing.auto_augment_draws(op[7], 9, epoch, i + 1)[i]:
             img = tv_autoaugment._apply_op(img, IMAGE_OPS[code], magnitude, transform.interpolation, None)
         assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
 
@@ -245,7 +245,7 @@ def test_a_single_random_op_is_applied_with_probability_p_and_torchvisions_pixel
                            ).pvalue < ALPHA or transform.p > 0.9, "a rate off by 0.05 is told apart"
     (code, magnitude), = [d[0] for d in joader_draws(op, 50) if d][:1]
     for pil in photos:
-        ours = _native.testing_image_op(np.asarray(pil), code, magnitude, 0, (0, 0, 0))
+        ours = _native.testing.image_op(np.asarray(pil), code, magnitude, 0, (0, 0, 0))
         assert np.array_equal(ours, np.asarray(functional(pil))), (name, pil.size)
 
 
@@ -302,7 +302,7 @@ def test_random_crop_gives_one_of_torchvisions_windows_at_a_uniform_position(cli
 def test_random_crop_windows_are_uniform_over_the_padded_image(width, height, kwargs):
     transform = T.RandomCrop(32, **kwargs)
     op = plan([transform]).native[0]
-    draws = _native.testing_random_crop_draws(list(op[7]), 32, width, height, 3, N)
+    draws = _native.testing.random_crop_draws(list(op[7]), 32, width, height, 3, N)
     img = F.pad(Image.new("RGB", (width, height)), transform.padding)
     w, h = img.size
     if w < 32:
@@ -367,7 +367,7 @@ def affine_pvalues(ours, theirs):
 def test_random_affine_and_rotation_draws_follow_torchvisions_law(name):
     transform = AFFINES[name]()
     op = plan([transform, T.CenterCrop(8)]).native[0]
-    ours = _native.testing_affine_draws(list(op[7]), 40, 30, 3, 0, N)
+    ours = _native.testing.affine_draws(list(op[7]), 40, 30, 3, 0, N)
     p = affine_pvalues(ours, affine_draws_of_torchvision(transform, 40, 30, N))
     assert min(p) > ALPHA, p
 
@@ -375,10 +375,10 @@ def test_random_affine_and_rotation_draws_follow_torchvisions_law(name):
 def test_a_biased_affine_law_is_rejected():
     theirs = affine_draws_of_torchvision(AFFINES["affine"](), 40, 30, N)
     biased = T.RandomAffine(degrees=(-20, 35), translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-10, 10, -5, 5))
-    ours = _native.testing_affine_draws(list(plan([biased, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
+    ours = _native.testing.affine_draws(list(plan([biased, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
     assert affine_pvalues(ours, theirs)[0] < ALPHA
     narrower = T.RandomAffine(degrees=(-20, 30), translate=(0.1, 0.15), scale=(0.8, 1.2), shear=(-10, 10, -5, 5))
-    ours = _native.testing_affine_draws(list(plan([narrower, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
+    ours = _native.testing.affine_draws(list(plan([narrower, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
     assert affine_pvalues(ours, theirs)[5] < ALPHA
 
 
@@ -391,7 +391,7 @@ def test_rotations_that_expand_run_in_python():
 def test_a_dataloader_applies_random_affine_natively_with_torchvisions_pixels(client, photo_folder, name):
     transform = AFFINES[name]()
     for image, img, op, epoch, i in deliveries(client, photo_folder, transform):
-        angle, tx, ty, scale, sx, sy = _native.testing_affine_draws(list(op[7]), 32, 32, 9, epoch, i + 1)[i]
+        angle, tx, ty, scale, sx, sy = _native.testing.affine_draws(list(op[7]), 32, 32, 9, epoch, i + 1)[i]
         if isinstance(transform, T.RandomRotation):
             expected = F.rotate(img, angle, transform.interpolation, False, transform.center, transform.fill)
         else:

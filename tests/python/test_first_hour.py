@@ -356,7 +356,7 @@ client.datasets()
 stop_process({daemon_pid})  # the thread's call waits for the daemon
 waiting = threading.Thread(target=client.status)
 waiting.start()
-while joader._native.testing_calls_in_grpc() == 0:
+while joader._native.testing.calls_in_grpc() == 0:
     time.sleep(0.01)
 pid = os.fork()
 if pid == 0:

@@ -51,7 +51,7 @@ def test_augmented_bytes_equal_torchvisions_for_the_drawn_parameters_on_real_pho
         for item, image in zip(batch.indices.tolist(), batch.data):
             pil = Image.open(samples[item][0]).convert("RGB")
             w, h = pil.size
-            top, left, bh, bw, flip = _native.testing_draws(w, h, 32, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, seed,
+            top, left, bh, bw, flip = _native.testing.draws(w, h, 32, (0.08, 1.0), (3 / 4, 4 / 3), 0.5, seed,
                                                             batch.epoch, item + 1)[item].tolist()
             ref = F.resized_crop(pil, top, left, bh, bw, [32, 32], T.InterpolationMode.BILINEAR)
             ref = F.pil_to_tensor(F.hflip(ref) if flip else ref).permute(1, 2, 0).numpy()

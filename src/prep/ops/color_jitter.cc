@@ -1,0 +1,73 @@
+// ColorJitter(brightness, contrast, saturation, hue).
+#include "prep/ops/color_jitter.h"
+
+#include <cmath>
+#include <utility>
+
+#include "prep/color.h"
+#include "prep/ops/op_family.h"
+
+namespace joader {
+namespace {
+
+const char* const kProperties[] = {"brightness", "contrast", "saturation", "hue"};
+
+void validate(const AugmentOp& op) {
+  for (int k = 0; k < 4; ++k) {
+    const double lo = op.jitter[2 * k], hi = op.jitter[2 * k + 1];
+    const bool ok = k == 3 ? (lo >= -0.5 && lo <= hi && hi <= 0.5) : (lo >= 0 && lo <= hi && std::isfinite(hi));
+    if (!ok) {
+      invalid(op, std::string(kProperties[k]) + " (" + number(lo) + ", " + number(hi) + ") must be a range " +
+                      (k == 3 ? "in [-0.5, 0.5]" : "of non-negative factors"));
+    }
+  }
+}
+
+std::string describe(const AugmentOp& op) {
+  std::string text;
+  for (int k = 0; k < 4; ++k) {
+    if (!op.jitters(k)) continue;
+    text += std::string(text.empty() ? "" : ", ") + kProperties[k] + "=(" + number(op.jitter[2 * k]) + ", " +
+            number(op.jitter[2 * k + 1]) + ")";
+  }
+  return "ColorJitter(" + text + ")";
+}
+
+// torch.randperm(4), then each present factor uniform in its range, as get_params draws.
+void draw(const AugmentOp& op, uint32_t&, uint32_t&, CounterRng& rng, OpDraw& d) {
+  std::array<uint8_t, 4>& order = d.order;
+  for (uint8_t k = 3; k > 0; --k) std::swap(order[k], order[rng.below(k + 1)]);
+  for (int k = 0; k < 4; ++k) {
+    if (op.jitters(k)) d.factors[k] = rng.uniform(op.jitter[2 * k], op.jitter[2 * k + 1]);
+  }
+}
+
+}  // namespace
+
+bool AugmentOp::jitters(int k) const {
+  const double centre = k == 3 ? 0.0 : 1.0;
+  return !(jitter[2 * k] == centre && jitter[2 * k + 1] == centre);
+}
+
+void color_jitter(Image& img, const AugmentOp& op, const OpDraw& draw) {
+  for (uint8_t k : draw.order) {
+    if (!op.jitters(k)) continue;
+    switch (k) {
+      case 0: adjust_brightness(img, draw.factors[0]); break;
+      case 1: adjust_contrast(img, draw.factors[1]); break;
+      case 2: adjust_saturation(img, draw.factors[2]); break;
+      case 3: adjust_hue(img, draw.factors[3]); break;
+    }
+  }
+}
+
+extern const OpFamily kColorJitterFamily{
+    .name = "ColorJitter",
+    .validate = validate,
+    .describe = describe,
+    .draw = draw,
+    .apply = [](const ImageView& in, Image& cur, const AugmentOp& op,
+                const OpDraw& d) { color_jitter(own(in, cur), op, d); },
+};
+
+}  // namespace joader

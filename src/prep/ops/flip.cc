@@ -1,0 +1,23 @@
+// RandomHorizontalFlip(p).
+#include "prep/ops/op_family.h"
+
+namespace joader {
+
+extern const OpFamily kRandomHorizontalFlipFamily{
+    .name = "RandomHorizontalFlip",
+    .validate =
+        [](const AugmentOp& op) {
+          if (!(op.p >= 0 && op.p <= 1)) invalid(op, "p must be in [0, 1], not " + number(op.p));
+        },
+    .describe = [](const AugmentOp& op) { return "RandomHorizontalFlip(p=" + number(op.p) + ")"; },
+    .draw = [](const AugmentOp& op, uint32_t&, uint32_t&, CounterRng& rng,
+               OpDraw& draw) { draw.flip = rng.uniform() < op.p; },
+    .apply =
+        [](const ImageView& in, Image& cur, const AugmentOp&, const OpDraw& draw) {
+          own(in, cur);
+          if (draw.flip) flip_rows(cur);
+        },
+    .mirrors = true,
+};
+
+}  // namespace joader

@@ -1,0 +1,88 @@
+// One family of the per-item pipeline's ops (prep/augment.h) behind one interface: how an op is
+// checked, described and carried on the wire, what it does to the image's size, what one delivery
+// draws for it and what it does with those draws. Every family is listed once, in ops/list.h; the
+// pipeline (prep/augment.cc) loops over that table and never asks an op's kind.
+//
+// Adding an op: its file here (an OpFamily), its line in list.h (which makes its AugmentOp::Kind),
+// its kind in proto/joader.proto's AugmentOp.Kind (same number), its mapping from torchvision's
+// class in python/joader/augment.py; fields it needs beyond AugmentOp's go in prep/augment_op.h.
+// Tests check that the list, the protocol and the Python names agree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "prep/augment_op.h"
+#include "prep/counter_rng.h"
+#include "prep/image_prep.h"
+
+namespace joader {
+
+struct OpFamily {
+  const char* name;  // torchvision's class
+
+  // What the op does to the size of its input: keeps it, makes it size×size (a pipeline that ends
+  // in one size has such an op after its last resize), or resizes it to a size that depends on it.
+  enum class Sizing { kKeeps, kFixes, kResizes };
+  Sizing sizing = Sizing::kKeeps;
+
+  // Throws PrepError (invalid() below) naming what is wrong with the op's fields.
+  void (*validate)(const AugmentOp& op) = nullptr;
+  std::string (*describe)(const AugmentOp& op) = nullptr;
+  // The values the wire carries beyond AugmentOp's common fields (AugmentOp::params), and back
+  // (throws PrepError on a malformed list); null: none (set_params refuses any).
+  std::vector<double> (*params)(const AugmentOp& op) = nullptr;
+  void (*set_params)(AugmentOp& op, const std::vector<double>& values) = nullptr;
+  // Optional: why the op, first in a pipeline, cannot take every image of a dataset whose
+  // smallest is width×height ("" if it can): `image` names that image for the message ("the
+  // smallest image 'train' stores"), `detail` says which it is ("item 3"; may be empty).
+  std::string (*refuses_input)(const AugmentOp& op, uint32_t width, uint32_t height, const std::string& image,
+                               const std::string& detail) = nullptr;
+  // The name an error gives (RandomAffine's fields also hold a RandomRotation); null: `name`.
+  const char* (*name_of)(const AugmentOp& op) = nullptr;
+
+  // The draws of one delivery for an input of width×height, from rng; width and height become the
+  // op's output size. Null: draws nothing, keeps the size.
+  void (*draw)(const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng& rng, OpDraw& draw) = nullptr;
+  // The op on `in`, its output left in `cur`. `in` is a view of `cur` (the ops before made it) or
+  // the pipeline's input (then cur is empty); own() makes cur an image the op may change in place.
+  void (*apply)(const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw& draw) = nullptr;
+
+  // Optional: whether this op's output can be handed on row by row as its resample makes it, and
+  // doing so (mirrored: every row mirrored, the flips after it folded in). Null: never.
+  bool (*streams)(const AugmentOp& op) = nullptr;
+  void (*stream)(const ImageView& in, const AugmentOp& op, const OpDraw& draw, bool mirrored, RowSink& sink) = nullptr;
+  // The op only mirrors its input when its draw's `flip` says so (RandomHorizontalFlip): a
+  // streaming op before it folds it in.
+  bool mirrors = false;
+
+  // Optional: the rows of its input the op reads for a draw (a crop's box), and the draw counted
+  // from row `top` of its input instead. Null: it reads every row.
+  void (*rows_read)(const OpDraw& draw, int64_t* top, int64_t* height) = nullptr;
+  void (*rows_from)(OpDraw& draw, int64_t top) = nullptr;
+};
+
+// The family of an op's kind (every AugmentOp::Kind has one).
+const OpFamily& family_of(AugmentOp::Kind kind);
+inline const OpFamily& family_of(const AugmentOp& op) { return family_of(op.kind); }
+// Every family, in AugmentOp::Kind's order.
+const std::vector<const OpFamily*>& op_families();
+
+// Helpers of the families.
+[[noreturn]] void invalid(const AugmentOp& op, const std::string& what);  // PrepError "Name: what"
+void check_size(const AugmentOp& op);  // size in 1..kMaxAugmentSize
+std::string number(double v);          // %.6g
+std::string interpolation_text(Interpolation interpolation);  // ", interpolation=bicubic"; "" for bilinear
+ResizeFilter filter_of(Interpolation interpolation);
+// An interpolation on the wire: [code] unless bilinear (RandomResizedCrop's and Resize's params).
+std::vector<double> interpolation_params(const AugmentOp& op);
+void set_interpolation_params(AugmentOp& op, const std::vector<double>& values);
+ImageView view_of(const Image& img);
+Image copy_of(const ImageView& v);
+// cur as an image of its own holding `in` (a copy of in unless in already views cur).
+Image& own(const ImageView& in, Image& cur);
+void flip_rows(Image& img);
+int64_t py_round(double v);  // Python's round() of a non-negative double: ties to even
+
+}  // namespace joader

@@ -1,0 +1,56 @@
+// Resize(S, interpolation): the shorter side to S, the longer int(S * long / short).
+#include "prep/autoaugment.h"
+#include "prep/ops/op_family.h"
+
+namespace joader {
+namespace {
+
+PrepSpec resize_spec(uint32_t size) {
+  PrepSpec spec;
+  spec.raw = false;
+  spec.resize = size;
+  spec.crop = 1;  // unused: the window is the whole resized image
+  return spec;
+}
+
+Image resize_shorter(const ImageView& img, uint32_t size, Interpolation interpolation) {
+  PrepGeometry g = prep_geometry(resize_spec(size), img.width, img.height);
+  g.crop_left = g.crop_top = 0;
+  g.filter = filter_of(interpolation);
+  const auto width = static_cast<uint32_t>(g.resized_width), height = static_cast<uint32_t>(g.resized_height);
+  if (interpolation == Interpolation::kNearest) return resize_nearest(copy_of(img), width, height);
+  Image out;
+  out.width = width;
+  out.height = height;
+  resize_window(img, g, out.width, out.height, out.rgb);
+  return out;
+}
+
+}  // namespace
+
+extern const OpFamily kResizeFamily{
+    .name = "Resize",
+    .sizing = OpFamily::Sizing::kResizes,
+    .validate = check_size,
+    .describe = [](const AugmentOp& op) {
+      return "Resize(" + std::to_string(op.size) + interpolation_text(op.interpolation) + ")";
+    },
+    .params = interpolation_params,
+    .set_params = set_interpolation_params,
+    .draw =
+        [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&, OpDraw&) {
+          const PrepSpec spec = resize_spec(op.size);
+          const PrepGeometry g = prep_geometry(spec, width, height);
+          if (g.resized_width * g.resized_height > spec.max_pixels) {
+            invalid(op, "a " + std::to_string(width) + "×" + std::to_string(height) + " image would become " +
+                            std::to_string(g.resized_width) + "×" + std::to_string(g.resized_height) +
+                            " pixels, more than the limit of " + std::to_string(spec.max_pixels));
+          }
+          width = static_cast<uint32_t>(g.resized_width);
+          height = static_cast<uint32_t>(g.resized_height);
+        },
+    .apply = [](const ImageView& in, Image& cur, const AugmentOp& op,
+                const OpDraw&) { cur = resize_shorter(in, op.size, op.interpolation); },
+};
+
+}  // namespace joader

@@ -1,0 +1,103 @@
+#include "python/py_convert.h"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "client/client.h"
+
+namespace joader {
+namespace {
+
+ClientError invalid(const std::string& what) { return ClientError(grpc::StatusCode::INVALID_ARGUMENT, "augment: " + what); }
+
+AugmentOp to_op(const OpTuple& t) {
+  AugmentOp op;
+  int kind;
+  std::vector<double> values;
+  std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p, values) = t;
+  if (!v1::AugmentOp::Kind_IsValid(kind)) throw invalid("unknown op kind " + std::to_string(kind));
+  op.kind = static_cast<AugmentOp::Kind>(kind);
+  if (op.kind == AugmentOp::kColorJitter) {
+    if (values.size() != op.jitter.size()) throw invalid("ColorJitter needs 8 bounds");
+    std::copy(values.begin(), values.end(), op.jitter.begin());
+  } else {
+    try {
+      op.set_params(values);
+    } catch (const PrepError& e) {
+      throw invalid(e.what());
+    }
+  }
+  return op;
+}
+
+}  // namespace
+
+Image image_of(const HwcArray& hwc) {
+  if (hwc.ndim() != 3 || hwc.shape(2) != 3) throw std::invalid_argument("expected an [H, W, 3] uint8 array");
+  Image img;
+  img.height = static_cast<uint32_t>(hwc.shape(0));
+  img.width = static_cast<uint32_t>(hwc.shape(1));
+  img.rgb.assign(hwc.data(), hwc.data() + hwc.size());
+  return img;
+}
+
+py::array_t<uint8_t> array_of(const Image& img) {
+  py::array_t<uint8_t> result({py::ssize_t(img.height), py::ssize_t(img.width), py::ssize_t(3)});
+  std::memcpy(result.mutable_data(), img.rgb.data(), img.rgb.size());
+  return result;
+}
+
+std::optional<ErasingOp> erasing_from(const py::object& spec) {
+  if (spec.is_none()) return std::nullopt;
+  const py::tuple t = spec.cast<py::tuple>();
+  if (t.size() != 6) throw py::value_error("erase must be (p, scale_min, scale_max, ratio_min, ratio_max, value)");
+  ErasingOp op;
+  op.p = t[0].cast<double>();
+  op.scale_min = t[1].cast<double>();
+  op.scale_max = t[2].cast<double>();
+  op.ratio_min = t[3].cast<double>();
+  op.ratio_max = t[4].cast<double>();
+  op.random_fill = t[5].is_none();
+  if (!op.random_fill) op.value = t[5].cast<std::array<float, 3>>();
+  return op;
+}
+
+BatchFormat batch_format(bool chw, const py::object& to_float, const py::object& erase) {
+  BatchFormat format;
+  format.chw = chw;
+  format.floats = !to_float.is_none();
+  if (format.floats) {
+    const py::tuple t = to_float.cast<py::tuple>();
+    if (t.size() == 2) {
+      const auto mean = t[0].cast<std::array<float, 3>>(), stdev = t[1].cast<std::array<float, 3>>();
+      std::array<float, 6> norm;
+      std::copy(mean.begin(), mean.end(), norm.begin());
+      std::copy(stdev.begin(), stdev.end(), norm.begin() + 3);
+      format.normalize = norm;
+    } else if (t.size() != 0) {
+      throw py::value_error("to_float must be () or (mean, std)");
+    }
+  }
+  format.erase = erasing_from(erase);
+  if (format.erase && !format.floats) throw py::value_error("erase needs float batches");
+  format.check();
+  return format;
+}
+
+std::vector<AugmentOp> checked_ops(const std::vector<OpTuple>& augment) {
+  std::vector<AugmentOp> ops;
+  for (const OpTuple& t : augment) ops.push_back(to_op(t));
+  try {
+    validate_pipeline(ops);
+  } catch (const PrepError& e) {
+    throw invalid(e.what());
+  }
+  return ops;
+}
+
+}  // namespace joader

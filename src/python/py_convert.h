@@ -1,0 +1,46 @@
+// The Python binding's conversions between Python values and the C++ client's: images as NumPy
+// arrays, a batch's format and a job's per-item pipeline as joader.Loader passes them. Errors are
+// Python's ValueError for a malformed value, JoaderError INVALID_ARGUMENT (ClientError) for a
+// value the pipeline's rules refuse.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "client/batch_builder.h"
+#include "prep/augment.h"
+#include "prep/erasing.h"
+#include "prep/image_prep.h"
+
+namespace joader {
+
+namespace py = pybind11;
+
+using HwcArray = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+// An [H, W, 3] uint8 array as an Image, and back.
+Image image_of(const HwcArray& hwc);
+py::array_t<uint8_t> array_of(const Image& img);
+
+// A tail's final RandomErasing: None, or (p, scale_min, scale_max, ratio_min, ratio_max, value)
+// with value 3 floats (one per channel) or None for 'random'; not checked (BatchFormat::check does).
+std::optional<ErasingOp> erasing_from(const py::object& spec);
+
+// A batch's format: chw, and to_float None (uint8), () (x / 255) or (mean, std) (then
+// normalised); erase as erasing_from's. Checked (BatchFormat::check).
+BatchFormat batch_format(bool chw, const py::object& to_float, const py::object& erase);
+
+// One op of joader.augment's native pipeline: (kind, size, scale_min, scale_max, ratio_min,
+// ratio_max, p, values), kind as v1::AugmentOp::Kind, values ColorJitter's 8 bounds, else
+// AugmentOp::params() (prep/augment.h).
+using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double, std::vector<double>>;
+
+// The ops of a Python augmentation list, checked as a pipeline (validate_pipeline).
+std::vector<AugmentOp> checked_ops(const std::vector<OpTuple>& augment);
+
+}  // namespace joader
