@@ -104,7 +104,9 @@ std::array<size_t, 4> BatchBuilder::shape(size_t n, const BatchFormat& format) c
   return format.chw && c == 3 ? std::array<size_t, 4>{n, c, h, w} : std::array<size_t, 4>{n, h, w, c};
 }
 
-bool BatchBuilder::floats(const BatchFormat& format) const { return format.floats && (!ops_.empty() || shape_[2] == 3); }
+bool BatchBuilder::floats(const BatchFormat& format) const {
+  return format.floats && (!ops_.empty() || shape_[2] == 3);
+}
 
 size_t BatchBuilder::elements(size_t n, const BatchFormat& format) const {
   const std::array<size_t, 4> s = shape(n, format);
@@ -168,7 +170,8 @@ void BatchBuilder::gather_stored(const Batch& b, const BatchFormat& format, void
   uint8_t* out = static_cast<uint8_t*>(dst);
   const size_t slot_bytes = item_bytes * (c == 3 && format.floats ? sizeof(float) : 1);
   for (const ItemView& it : b.items) {
-    if (it.size != item_bytes) throw ClientError(grpc::StatusCode::INTERNAL, "item size does not match the dataset's shape");
+    if (it.size != item_bytes)
+      throw ClientError(grpc::StatusCode::INTERNAL, "item size does not match the dataset's shape");
     if (converts) {
       write_image(readable(it.data, it.size), size_t{h} * w, format, out, seed_, b.epoch, it.id, w, h);
     } else {
@@ -238,8 +241,8 @@ void BatchBuilder::copy(uint64_t offset, uint64_t n, uint8_t* dst) {
   }
 }
 
-void convert_images(const uint8_t* src, size_t n, uint32_t height, uint32_t width, const BatchFormat& format,
-                    void* dst, unsigned threads, uint64_t seed, uint32_t epoch, const std::vector<uint32_t>& ids) {
+void convert_images(const uint8_t* src, size_t n, uint32_t height, uint32_t width, const BatchFormat& format, void* dst,
+                    unsigned threads, uint64_t seed, uint32_t epoch, const std::vector<uint32_t>& ids) {
   if (format.erase && ids.size() != n) {
     throw ClientError(grpc::StatusCode::INVALID_ARGUMENT, "erase needs an item id per image");
   }

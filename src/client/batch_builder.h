@@ -4,6 +4,8 @@
 // acknowledged, so that the caller never holds arena memory.
 //
 //   joader::BatchBuilder builder(*job, ops, seed, /*threads=*/4);
+//   joader::BatchFormat format;
+//   format.chw = format.floats = true;  // float32 [n, 3, S, S], as ToTensor gives
 //   joader::Batch b;
 //   while (job->next(&b)) {
 //     std::vector<float> batch(builder.elements(b.items.size(), format));
@@ -31,10 +33,10 @@ namespace joader {
 
 // How a batch of fixed-size images is written.
 struct BatchFormat {
-  bool chw = false;     // [n, C, H, W] (PyTorch's NCHW), else [n, H, W, C]
-  bool floats = false;  // float32 as torchvision's ToTensor (x / 255)...
+  bool chw = false;                               // [n, C, H, W] (PyTorch's NCHW), else [n, H, W, C]
+  bool floats = false;                            // float32 as torchvision's ToTensor (x / 255)...
   std::optional<std::array<float, 6>> normalize;  // ...then Normalize: mean[3], std[3] (floats only)
-  std::optional<ErasingOp> erase;                  // ...then the tail's RandomErasing (floats only)
+  std::optional<ErasingOp> erase;                 // ...then the tail's RandomErasing (floats only)
 
   // Throws ClientError INVALID_ARGUMENT for a format no batch can have (normalize or erase
   // without floats), and for an invalid erase (validate_erasing's words).
@@ -69,11 +71,13 @@ class BatchBuilder {
   // uint8 as floats(format) says), then acknowledges b. An item that cannot be augmented ends the
   // job (b is acknowledged, its items are not consumed: a job resumed from what was consumed gets
   // them again) and throws ClientError DATA_LOSS naming the item, as a corrupt item in the daemon
-  // does. An item of another size than the dataset's throws ClientError INTERNAL.
+  // does. An item of another size than the dataset's, or a copy out of the arena that fails,
+  // throws ClientError INTERNAL with b not acknowledged (the job's stream is then broken: close
+  // it).
   void gather(const Batch& b, const BatchFormat& format, void* dst);
 
   // For kOwnSize and kRaw: item i's bytes (b.items[i].size of them) copied to dst[i], then b
-  // acknowledged.
+  // acknowledged (not when a copy out of the arena fails: ClientError INTERNAL, as gather's).
   void copy_items(const Batch& b, const std::vector<uint8_t*>& dst);
 
  private:
@@ -91,14 +95,14 @@ class BatchBuilder {
   unsigned threads_;
   std::array<uint32_t, 3> shape_;  // the dataset's stored items: height, width, channels (0 x 0: own size)
   BatchKind kind_;
-  uint32_t out_size_ = 0;    // an augmenting job's output side
-  bool some_rows_ = false;   // the first op reads only some rows of an item (reads_some_rows)
+  uint32_t out_size_ = 0;   // an augmenting job's output side
+  bool some_rows_ = false;  // the first op reads only some rows of an item (reads_some_rows)
 };
 
 // The images a Python pipeline gave — n contiguous uint8 [h, w, 3] images at src — written into
 // dst as `format` says ([n, 3, h, w] or [n, h, w, 3], float32 or uint8), on up to `threads`
 // threads; an erase is drawn from (seed, epoch, ids[i]) as gather()'s.
-void convert_images(const uint8_t* src, size_t n, uint32_t height, uint32_t width, const BatchFormat& format,
-                    void* dst, unsigned threads, uint64_t seed, uint32_t epoch, const std::vector<uint32_t>& ids);
+void convert_images(const uint8_t* src, size_t n, uint32_t height, uint32_t width, const BatchFormat& format, void* dst,
+                    unsigned threads, uint64_t seed, uint32_t epoch, const std::vector<uint32_t>& ids);
 
 }  // namespace joader

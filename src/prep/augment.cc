@@ -7,6 +7,8 @@
 
 namespace joader {
 
+using namespace ops;
+
 std::string AugmentOp::describe() const { return family_of(*this).describe(*this); }
 
 std::vector<double> AugmentOp::params() const {
@@ -35,8 +37,9 @@ uint32_t pipeline_output_size(const std::vector<AugmentOp>& ops) {
     if (sizing == OpFamily::Sizing::kFixes) return it->size;
     if (sizing == OpFamily::Sizing::kResizes) break;
   }
-  throw PrepError("an augmentation pipeline must end in a fixed size (RandomResizedCrop, CenterCrop or RandomCrop "
-                  "after the last Resize), so that batches are [B, 3, size, size]");
+  throw PrepError(
+      "an augmentation pipeline must end in a fixed size (RandomResizedCrop, CenterCrop or RandomCrop "
+      "after the last Resize), so that batches are [B, 3, size, size]");
 }
 
 std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,

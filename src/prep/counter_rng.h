@@ -15,9 +15,9 @@ class CounterRng {
  public:
   CounterRng(uint64_t seed, uint32_t epoch, uint32_t item);
   uint64_t next();
-  double uniform();                          // [0, 1)
-  double uniform(double lo, double hi);      // [lo, hi)
-  uint64_t below(uint64_t n);                // [0, n), n > 0
+  double uniform();                      // [0, 1)
+  double uniform(double lo, double hi);  // [lo, hi)
+  uint64_t below(uint64_t n);            // [0, n), n > 0
 
  private:
   uint64_t key_, counter_ = 0;

@@ -95,6 +95,8 @@ class PyJob {
   // pass that writes the batch.
   py::object next(bool chw, py::object to_float, py::object erase) {
     const BatchFormat format = batch_format(chw, to_float, erase);
+    if (format.erase && !format.floats) throw py::value_error("erase needs float batches");
+    format.check();
     Batch& b = batch_;  // reused: its copies' memory (Batch::copies) is not new for every batch
     bool more;
     {
@@ -205,9 +207,12 @@ void convert_python_images(py::array_t<uint8_t, py::array::c_style> src, py::arr
                            unsigned threads, py::object erase, uint64_t seed, uint32_t epoch,
                            std::vector<uint32_t> ids) {
   const BatchFormat format = batch_format(chw, to_float, erase);
+  if (format.erase && (!format.floats || ids.size() != size_t(src.shape(0)))) {
+    throw py::value_error("erase needs float batches and an item id per image");
+  }
+  format.check();
   if (src.ndim() != 4 || src.shape(3) != 3) throw py::value_error("src must be uint8 [n, H, W, 3]");
   const py::ssize_t n = src.shape(0), h = src.shape(1), w = src.shape(2);
-  if (format.erase && ids.size() != size_t(n)) throw py::value_error("erase needs an item id per image");
   const std::vector<py::ssize_t> want = chw ? std::vector<py::ssize_t>{n, 3, h, w} : std::vector<py::ssize_t>{n, h, w, 3};
   const bool dst_ok = (dst.flags() & py::array::c_style) && dst.writeable() && dst.ndim() == 4 &&
                       std::equal(want.begin(), want.end(), dst.shape()) &&

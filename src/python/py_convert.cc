@@ -1,19 +1,21 @@
 #include "python/py_convert.h"
 
-#include <pybind11/stl.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include <pybind11/stl.h>
+
 #include "client/client.h"
 
 namespace joader {
 namespace {
 
-ClientError invalid(const std::string& what) { return ClientError(grpc::StatusCode::INVALID_ARGUMENT, "augment: " + what); }
+ClientError invalid(const std::string& what) {
+  return ClientError(grpc::StatusCode::INVALID_ARGUMENT, "augment: " + what);
+}
 
 AugmentOp to_op(const OpTuple& t) {
   AugmentOp op;
@@ -64,6 +66,11 @@ std::optional<ErasingOp> erasing_from(const py::object& spec) {
   op.ratio_max = t[4].cast<double>();
   op.random_fill = t[5].is_none();
   if (!op.random_fill) op.value = t[5].cast<std::array<float, 3>>();
+  try {
+    validate_erasing(op);
+  } catch (const PrepError& e) {
+    throw invalid(e.what());
+  }
   return op;
 }
 
@@ -84,8 +91,6 @@ BatchFormat batch_format(bool chw, const py::object& to_float, const py::object&
     }
   }
   format.erase = erasing_from(erase);
-  if (format.erase && !format.floats) throw py::value_error("erase needs float batches");
-  format.check();
   return format;
 }
 

@@ -4,13 +4,13 @@
 // value the pipeline's rules refuse.
 #pragma once
 
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-
 #include <cstdint>
 #include <optional>
 #include <tuple>
 #include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
 
 #include "client/batch_builder.h"
 #include "prep/augment.h"
@@ -28,11 +28,12 @@ Image image_of(const HwcArray& hwc);
 py::array_t<uint8_t> array_of(const Image& img);
 
 // A tail's final RandomErasing: None, or (p, scale_min, scale_max, ratio_min, ratio_max, value)
-// with value 3 floats (one per channel) or None for 'random'; not checked (BatchFormat::check does).
+// with value 3 floats (one per channel) or None for 'random'; checked (validate_erasing).
 std::optional<ErasingOp> erasing_from(const py::object& spec);
 
 // A batch's format: chw, and to_float None (uint8), () (x / 255) or (mean, std) (then
-// normalised); erase as erasing_from's. Checked (BatchFormat::check).
+// normalised); erase as erasing_from's. Whether erase has the float batches it needs is the
+// caller's to check (each says it in its own words), then BatchFormat::check.
 BatchFormat batch_format(bool chw, const py::object& to_float, const py::object& erase);
 
 // One op of joader.augment's native pipeline: (kind, size, scale_min, scale_max, ratio_min,

@@ -3,15 +3,15 @@
 // C++ ops on a given image and parameters, and the parameters they draw, without a daemon.
 #include "python/testing.h"
 
-#include <pybind11/numpy.h>
-#include <pybind11/stl.h>
-
 #include <array>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
 
 #include "prep/augment.h"
 #include "prep/autoaugment.h"
@@ -27,10 +27,6 @@ void define_testing(py::module_& m) {
   m.def("erasing_boxes", [](uint32_t width, uint32_t height, py::object erase_spec, uint64_t seed, size_t n) {
     const std::optional<ErasingOp> op = erasing_from(erase_spec);
     if (!op) throw py::value_error("erase spec needed");
-    BatchFormat checked;
-    checked.floats = true;
-    checked.erase = op;
-    checked.check();
     py::array_t<int64_t> out({py::ssize_t(n), py::ssize_t(5)});
     auto o = out.mutable_unchecked<2>();
     for (size_t k = 0; k < n; ++k) {
@@ -49,7 +45,8 @@ void define_testing(py::module_& m) {
       "resized_crop",
       [](const HwcArray& hwc, int64_t top, int64_t left, int64_t height, int64_t width, uint32_t size, bool flip,
          int interpolation) {
-        if (interpolation != 0 && interpolation != 2 && interpolation != 3) throw std::invalid_argument("interpolation");
+        if (interpolation != 0 && interpolation != 2 && interpolation != 3)
+          throw std::invalid_argument("interpolation");
         return array_of(resized_crop(image_of(hwc), CropBox{top, left, height, width}, size, flip,
                                      static_cast<Interpolation>(interpolation)));
       },
@@ -76,8 +73,7 @@ void define_testing(py::module_& m) {
   });
   // One op of torchvision's _apply_op (prep/autoaugment.h: `op` an ImageOp code, interpolation
   // PIL's code) on an image.
-  m.def("image_op", [](const HwcArray& hwc, int op, double magnitude, int interpolation,
-                               std::array<uint8_t, 3> fill) {
+  m.def("image_op", [](const HwcArray& hwc, int op, double magnitude, int interpolation, std::array<uint8_t, 3> fill) {
     if (op < 0 || op >= kImageOpCount) throw std::invalid_argument("unknown op");
     Image img = image_of(hwc);
     {
@@ -88,8 +84,7 @@ void define_testing(py::module_& m) {
   });
   // The ops an AutoAugment policy (AutoAugmentSpec::encode's form) applies to items 0..n-1 of
   // (seed, epoch): per item a list of (op code, magnitude).
-  m.def("auto_augment_draws", [](const std::vector<double>& params, uint64_t seed, uint32_t epoch,
-                                         uint32_t items) {
+  m.def("auto_augment_draws", [](const std::vector<double>& params, uint64_t seed, uint32_t epoch, uint32_t items) {
     const AutoAugmentSpec spec = AutoAugmentSpec::decode(params);
     std::vector<std::vector<std::pair<int, double>>> out(items);
     for (uint32_t item = 0; item < items; ++item) {
@@ -100,8 +95,8 @@ void define_testing(py::module_& m) {
   });
   // RandomCrop's windows (top, left in the padded image) for items 0..n-1 of (seed, epoch 0) on a
   // width×height image: [n, 2]. `params` as AugmentOp::params().
-  m.def("random_crop_draws", [](const std::vector<double>& params, uint32_t size, uint32_t width,
-                                        uint32_t height, uint64_t seed, uint32_t items) {
+  m.def("random_crop_draws", [](const std::vector<double>& params, uint32_t size, uint32_t width, uint32_t height,
+                                uint64_t seed, uint32_t items) {
     AugmentOp op;
     op.kind = AugmentOp::kRandomCrop;
     op.size = size;
@@ -118,7 +113,7 @@ void define_testing(py::module_& m) {
   // RandomAffine's / RandomRotation's draws (angle, translate x, y, scale, shear x, y) for items
   // 0..n-1 of (seed, epoch) on a width×height image: [n, 6]. `params` as AugmentOp::params().
   m.def("affine_draws", [](const std::vector<double>& params, uint32_t width, uint32_t height, uint64_t seed,
-                                   uint32_t epoch, uint32_t items) {
+                           uint32_t epoch, uint32_t items) {
     AugmentOp op;
     op.kind = AugmentOp::kRandomAffine;
     op.set_params(params);
@@ -152,29 +147,28 @@ void define_testing(py::module_& m) {
     }
     return out;
   });
-  m.def("draws",
-        [](uint32_t width, uint32_t height, uint32_t size, std::pair<double, double> scale,
-           std::pair<double, double> ratio, double p, uint64_t seed, uint32_t epoch, uint32_t items) {
-          AugmentOp crop, flip;
-          crop.kind = AugmentOp::kRandomResizedCrop;
-          crop.size = size;
-          std::tie(crop.scale_min, crop.scale_max) = scale;
-          std::tie(crop.ratio_min, crop.ratio_max) = ratio;
-          flip.kind = AugmentOp::kRandomHorizontalFlip;
-          flip.p = p;
-          validate_pipeline({crop, flip});
-          py::array_t<int64_t> out({py::ssize_t(items), py::ssize_t(5)});  // top, left, height, width, flip
-          auto o = out.mutable_unchecked<2>();
-          for (uint32_t item = 0; item < items; ++item) {
-            const std::vector<OpDraw> d = draw_augment({crop, flip}, width, height, seed, epoch, item);
-            o(item, 0) = d[0].box.top;
-            o(item, 1) = d[0].box.left;
-            o(item, 2) = d[0].box.height;
-            o(item, 3) = d[0].box.width;
-            o(item, 4) = d[1].flip;
-          }
-          return out;
-        });
+  m.def("draws", [](uint32_t width, uint32_t height, uint32_t size, std::pair<double, double> scale,
+                    std::pair<double, double> ratio, double p, uint64_t seed, uint32_t epoch, uint32_t items) {
+    AugmentOp crop, flip;
+    crop.kind = AugmentOp::kRandomResizedCrop;
+    crop.size = size;
+    std::tie(crop.scale_min, crop.scale_max) = scale;
+    std::tie(crop.ratio_min, crop.ratio_max) = ratio;
+    flip.kind = AugmentOp::kRandomHorizontalFlip;
+    flip.p = p;
+    validate_pipeline({crop, flip});
+    py::array_t<int64_t> out({py::ssize_t(items), py::ssize_t(5)});  // top, left, height, width, flip
+    auto o = out.mutable_unchecked<2>();
+    for (uint32_t item = 0; item < items; ++item) {
+      const std::vector<OpDraw> d = draw_augment({crop, flip}, width, height, seed, epoch, item);
+      o(item, 0) = d[0].box.top;
+      o(item, 1) = d[0].box.left;
+      o(item, 2) = d[0].box.height;
+      o(item, 3) = d[0].box.width;
+      o(item, 4) = d[1].flip;
+    }
+    return out;
+  });
 }
 
 }  // namespace joader

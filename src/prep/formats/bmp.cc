@@ -1,11 +1,13 @@
 // BMP: prep/image_formats.h says what is decoded and how.
-#include "prep/formats/decoders.h"
-
 #include <bit>
 #include <cstring>
 #include <vector>
 
+#include "prep/formats/decoders.h"
+
 namespace joader::formats {
+
+namespace {
 
 struct BmpHeader {
   uint32_t data_offset = 0, header_size = 0, width = 0, height = 0, bits = 0, compression = 0, colors = 0;
@@ -40,12 +42,16 @@ bool read_bmp_header(std::span<const uint8_t> d, BmpHeader& h) {
   return true;
 }
 
+}  // namespace
+
 ImageSize probe_bmp(std::span<const uint8_t> d, uint64_t max_pixels) {
   BmpHeader h;
   if (!read_bmp_header(d, h)) return {};
   check_pixels(h.width, h.height, max_pixels, "BMP");
   return {h.width, h.height};
 }
+
+namespace {
 
 // A bit field's value expanded to 8 bits as PIL's unpackers do (v · 255 / max).
 uint8_t expand_field(uint32_t pixel, uint32_t mask) {
@@ -54,6 +60,8 @@ uint8_t expand_field(uint32_t pixel, uint32_t mask) {
   const uint32_t max = mask >> shift;
   return uint8_t(((pixel & mask) >> shift) * 255 / max);
 }
+
+}  // namespace
 
 void decode_bmp(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   BmpHeader h;

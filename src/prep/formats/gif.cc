@@ -1,11 +1,11 @@
 // GIF: prep/image_formats.h says what is decoded and how.
-#include "prep/formats/decoders.h"
-
-#include <gif_lib.h>
-
 #include <cstring>
 #include <memory>
 #include <vector>
+
+#include <gif_lib.h>
+
+#include "prep/formats/decoders.h"
 
 namespace joader::formats {
 
@@ -14,6 +14,8 @@ ImageSize probe_gif(std::span<const uint8_t> d, uint64_t max_pixels) {
   check_pixels(le16(d, 6), le16(d, 8), max_pixels, "GIF");
   return {le16(d, 6), le16(d, 8)};
 }
+
+namespace {
 
 struct GifMemory {
   std::span<const uint8_t> data;
@@ -33,6 +35,8 @@ const char* gif_error(int code) {
   return what != nullptr ? what : "unknown error";
 }
 
+}  // namespace
+
 void decode_gif(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   GifMemory memory{d};
   int error = 0;
@@ -43,7 +47,8 @@ void decode_gif(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   // Only the first image is read (what PIL's convert() of a freshly opened GIF shows).
   GifRecordType record;
   do {
-    if (DGifGetRecordType(gif, &record) == GIF_ERROR) throw PrepError(std::string("corrupt GIF: ") + gif_error(gif->Error));
+    if (DGifGetRecordType(gif, &record) == GIF_ERROR)
+      throw PrepError(std::string("corrupt GIF: ") + gif_error(gif->Error));
     if (record == EXTENSION_RECORD_TYPE) {
       int code;
       GifByteType* ext;
@@ -75,13 +80,15 @@ void decode_gif(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   std::vector<int> rows;
   if (frame.Interlace) {
     for (int start : {0, 4, 2, 1}) {
-      for (int y = start; y < frame.Height; y += start == 0 ? 8 : start == 4 ? 8 : start == 2 ? 4 : 2) rows.push_back(y);
+      for (int y = start; y < frame.Height; y += start == 0 ? 8 : start == 4 ? 8 : start == 2 ? 4 : 2)
+        rows.push_back(y);
     }
   } else {
     for (int y = 0; y < frame.Height; ++y) rows.push_back(y);
   }
   for (int y : rows) {
-    if (DGifGetLine(gif, line.data(), frame.Width) == GIF_ERROR) throw PrepError("corrupt or truncated GIF: image data cut short");
+    if (DGifGetLine(gif, line.data(), frame.Width) == GIF_ERROR)
+      throw PrepError("corrupt or truncated GIF: image data cut short");
     const int64_t cy = int64_t{frame.Top} + y;
     if (cy < 0 || cy >= int64_t{height}) continue;
     for (int x = 0; x < frame.Width; ++x) {

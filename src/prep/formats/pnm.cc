@@ -1,12 +1,14 @@
 // PPM / PGM / PBM: prep/image_formats.h says what is decoded and how.
-#include "prep/formats/decoders.h"
-
 #include <cctype>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "prep/formats/decoders.h"
+
 namespace joader::formats {
+
+namespace {
 
 struct PnmHeader {
   char kind = 0;  // '1', '2', '3' (plain text) or '4', '5', '6' (binary)
@@ -49,12 +51,16 @@ bool read_pnm_header(std::span<const uint8_t> d, PnmHeader& h) {
   return true;
 }
 
+}  // namespace
+
 ImageSize probe_pnm(std::span<const uint8_t> d, uint64_t max_pixels) {
   PnmHeader h;
   if (!read_pnm_header(d, h)) return {};
   check_pixels(h.width, h.height, max_pixels, "PPM");
   return {h.width, h.height};
 }
+
+namespace {
 
 // Plain PNM samples one after the other: P1's are single '0'/'1' characters (whitespace between
 // them optional), P2's and P3's decimal numbers; '#' starts a comment up to the end of its line.
@@ -93,6 +99,8 @@ class PlainSamples {
   bool bits_;
   uint32_t maxval_;
 };
+
+}  // namespace
 
 void decode_pnm(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   PnmHeader h;

@@ -1,13 +1,14 @@
 // TIFF: prep/image_formats.h says what is decoded and how.
-#include "prep/formats/decoders.h"
-
-#include <tiffio.h>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
+
+#include <tiffio.h>
+
+#include "prep/formats/decoders.h"
 
 namespace joader::formats {
 
@@ -32,6 +33,8 @@ ImageSize probe_tiff(std::span<const uint8_t> d, uint64_t max_pixels) {
   check_pixels(width, height, max_pixels, "TIFF");
   return {width, height};
 }
+
+namespace {
 
 // libtiff reads from memory through these; its messages go to the calling thread's last_tiff_error.
 struct TiffMemory {
@@ -64,6 +67,8 @@ void tiff_error(const char*, const char* fmt, va_list ap) {
 }
 void tiff_warning(const char*, const char*, va_list) {}
 
+}  // namespace
+
 void decode_tiff(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   static std::once_flag handlers;
   std::call_once(handlers, [] {
@@ -72,8 +77,8 @@ void decode_tiff(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   });
   last_tiff_error.clear();
   TiffMemory memory{d};
-  TIFF* tif = TIFFClientOpen("memory", "rm", &memory, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size,
-                             nullptr, nullptr);
+  TIFF* tif = TIFFClientOpen("memory", "rm", &memory, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size, nullptr,
+                             nullptr);
   auto fail = [&](const std::string& what) -> PrepError {
     return PrepError("corrupt or truncated TIFF: " + (last_tiff_error.empty() ? what : last_tiff_error));
   };

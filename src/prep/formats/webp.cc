@@ -1,8 +1,7 @@
 // WEBP: prep/image_formats.h says what is decoded and how.
-#include "prep/formats/decoders.h"
-
 #include <webp/decode.h>
 
+#include "prep/formats/decoders.h"
 
 namespace joader::formats {
 
@@ -31,7 +30,8 @@ void decode_webp(std::span<const uint8_t> d, uint64_t max_pixels, Image& img) {
   config.output.u.RGBA.size = img.rgb.size();
   const VP8StatusCode status = WebPDecode(d.data(), d.size(), &config);
   WebPFreeDecBuffer(&config.output);
-  if (status != VP8_STATUS_OK) throw PrepError("corrupt or truncated WEBP (libwebp status " + std::to_string(status) + ")");
+  if (status != VP8_STATUS_OK)
+    throw PrepError("corrupt or truncated WEBP (libwebp status " + std::to_string(status) + ")");
 }
 
 }  // namespace joader::formats

@@ -1,12 +1,14 @@
 // RandomAffine(degrees, translate, scale, shear, interpolation, fill, center) and
 // RandomRotation(degrees, interpolation, expand=False, center, fill): get_params's law, then
-// F.affine / F.rotate on the PIL image (prep/autoaugment.h: PIL's pixels).
+// F.affine / F.rotate on the PIL image (prep/pil/geometry.h: PIL's pixels).
 #include <cmath>
 
 #include "prep/autoaugment.h"
 #include "prep/ops/op_family.h"
 
 namespace joader {
+
+using namespace ops;
 namespace {
 
 void validate(const AugmentOp& op) {

@@ -5,6 +5,8 @@
 
 namespace joader {
 
+using namespace ops;
+
 extern const OpFamily kAutoAugmentFamily{
     .name = "AutoAugment",
     .validate = [](const AugmentOp& op) { op.policy.validate(); },
@@ -16,7 +18,8 @@ extern const OpFamily kAutoAugmentFamily{
     .apply =
         [](const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw& draw) {
           own(in, cur);
-          for (const AppliedOp& a : draw.applied) apply_image_op(cur, a.op, a.magnitude, op.policy.interpolation, op.policy.fill);
+          for (const AppliedOp& a : draw.applied)
+            apply_image_op(cur, a.op, a.magnitude, op.policy.interpolation, op.policy.fill);
         },
 };
 

@@ -4,6 +4,8 @@
 #include "prep/ops/op_family.h"
 
 namespace joader {
+
+using namespace ops;
 namespace {
 
 Image center_crop(const ImageView& img, uint32_t size) {
@@ -30,7 +32,8 @@ extern const OpFamily kCenterCropFamily{
                         const std::string& detail) -> std::string {
       if (op.size <= std::min(width, height)) return "";
       return "CenterCrop(" + std::to_string(op.size) + ") is larger than " + image + " (" + std::to_string(width) +
-             "×" + std::to_string(height) + (detail.empty() ? "" : ", " + detail) + "): put a Resize first or crop less";
+             "×" + std::to_string(height) + (detail.empty() ? "" : ", " + detail) +
+             "): put a Resize first or crop less";
     },
     .draw = [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&,
                OpDraw&) { width = height = op.size; },

@@ -8,6 +8,8 @@
 #include "prep/ops/op_family.h"
 
 namespace joader {
+
+using namespace ops;
 namespace {
 
 const char* const kProperties[] = {"brightness", "contrast", "saturation", "hue"};
@@ -53,10 +55,18 @@ void color_jitter(Image& img, const AugmentOp& op, const OpDraw& draw) {
   for (uint8_t k : draw.order) {
     if (!op.jitters(k)) continue;
     switch (k) {
-      case 0: adjust_brightness(img, draw.factors[0]); break;
-      case 1: adjust_contrast(img, draw.factors[1]); break;
-      case 2: adjust_saturation(img, draw.factors[2]); break;
-      case 3: adjust_hue(img, draw.factors[3]); break;
+      case 0:
+        adjust_brightness(img, draw.factors[0]);
+        break;
+      case 1:
+        adjust_contrast(img, draw.factors[1]);
+        break;
+      case 2:
+        adjust_saturation(img, draw.factors[2]);
+        break;
+      case 3:
+        adjust_hue(img, draw.factors[3]);
+        break;
     }
   }
 }

@@ -3,6 +3,8 @@
 
 namespace joader {
 
+using namespace ops;
+
 extern const OpFamily kRandomHorizontalFlipFamily{
     .name = "RandomHorizontalFlip",
     .validate =

@@ -3,12 +3,12 @@
 // AugmentOp.Kind numbers them alike (a test checks it).
 #pragma once
 
-#define JOADER_OP_FAMILIES(X)                       \
-  X(kRandomResizedCrop, kRandomResizedCropFamily)   \
+#define JOADER_OP_FAMILIES(X)                           \
+  X(kRandomResizedCrop, kRandomResizedCropFamily)       \
   X(kRandomHorizontalFlip, kRandomHorizontalFlipFamily) \
-  X(kResize, kResizeFamily)                         \
-  X(kCenterCrop, kCenterCropFamily)                 \
-  X(kColorJitter, kColorJitterFamily)               \
-  X(kAutoAugment, kAutoAugmentFamily)               \
-  X(kRandomCrop, kRandomCropFamily)                 \
+  X(kResize, kResizeFamily)                             \
+  X(kCenterCrop, kCenterCropFamily)                     \
+  X(kColorJitter, kColorJitterFamily)                   \
+  X(kAutoAugment, kAutoAugmentFamily)                   \
+  X(kRandomCrop, kRandomCropFamily)                     \
   X(kRandomAffine, kRandomAffineFamily)

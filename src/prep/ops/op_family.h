@@ -1,7 +1,8 @@
 // One family of the per-item pipeline's ops (prep/augment.h) behind one interface: how an op is
 // checked, described and carried on the wire, what it does to the image's size, what one delivery
 // draws for it and what it does with those draws. Every family is listed once, in ops/list.h; the
-// pipeline (prep/augment.cc) loops over that table and never asks an op's kind.
+// pipeline (prep/augment.cc) loops over that table and never asks an op's kind (only the
+// binding's reading of a ColorJitter's bounds, which travel apart from params, does).
 //
 // Adding an op: its file here (an OpFamily), its line in list.h (which makes its AugmentOp::Kind),
 // its kind in proto/joader.proto's AugmentOp.Kind (same number), its mapping from torchvision's
@@ -69,11 +70,13 @@ inline const OpFamily& family_of(const AugmentOp& op) { return family_of(op.kind
 // Every family, in AugmentOp::Kind's order.
 const std::vector<const OpFamily*>& op_families();
 
-// Helpers of the families.
+// Helpers of the families (and the pipeline), apart from the rest of joader.
+namespace ops {
+
 [[noreturn]] void invalid(const AugmentOp& op, const std::string& what);  // PrepError "Name: what"
-void check_size(const AugmentOp& op);  // size in 1..kMaxAugmentSize
-std::string number(double v);          // %.6g
-std::string interpolation_text(Interpolation interpolation);  // ", interpolation=bicubic"; "" for bilinear
+void check_size(const AugmentOp& op);                                     // size in 1..kMaxAugmentSize
+std::string number(double v);                                             // %.6g
+std::string interpolation_text(Interpolation interpolation);              // ", interpolation=bicubic"; "" for bilinear
 ResizeFilter filter_of(Interpolation interpolation);
 // An interpolation on the wire: [code] unless bilinear (RandomResizedCrop's and Resize's params).
 std::vector<double> interpolation_params(const AugmentOp& op);
@@ -84,5 +87,7 @@ Image copy_of(const ImageView& v);
 Image& own(const ImageView& in, Image& cur);
 void flip_rows(Image& img);
 int64_t py_round(double v);  // Python's round() of a non-negative double: ties to even
+
+}  // namespace ops
 
 }  // namespace joader

@@ -10,6 +10,8 @@
 #include "prep/ops/op_family.h"
 
 namespace joader {
+
+using namespace ops;
 namespace {
 
 void validate(const AugmentOp& op) {
@@ -32,8 +34,8 @@ std::string describe(const AugmentOp& op) {
 
 // [left, top, right, bottom, pad_if_needed, fill x3].
 std::vector<double> params(const AugmentOp& op) {
-  return {double(op.padding[0]), double(op.padding[1]), double(op.padding[2]), double(op.padding[3]),
-          op.pad_if_needed ? 1.0 : 0.0, double(op.fill[0]), double(op.fill[1]), double(op.fill[2])};
+  return {double(op.padding[0]),        double(op.padding[1]), double(op.padding[2]), double(op.padding[3]),
+          op.pad_if_needed ? 1.0 : 0.0, double(op.fill[0]),    double(op.fill[1]),    double(op.fill[2])};
 }
 
 void set_params(AugmentOp& op, const std::vector<double>& values) {
@@ -77,8 +79,10 @@ RandomCropPadding random_crop_padding(const AugmentOp& op, uint32_t width, uint3
   }
   if (p.width < op.size || p.height < op.size) {
     invalid(op, "size " + std::to_string(op.size) + " is larger than the " + std::to_string(width) + "×" +
-                    std::to_string(height) + " image" + (p.width != width || p.height != height ? " once padded to " +
-                    std::to_string(p.width) + "×" + std::to_string(p.height) : std::string()) +
+                    std::to_string(height) + " image" +
+                    (p.width != width || p.height != height
+                         ? " once padded to " + std::to_string(p.width) + "×" + std::to_string(p.height)
+                         : std::string()) +
                     " (torchvision raises here too; give pad_if_needed=True or a Resize first)");
   }
   return p;

@@ -2,6 +2,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "prep/ops/list.h"
 #include "prep/ops/op_family.h"
@@ -15,11 +18,15 @@ JOADER_OP_FAMILIES(JOADER_DECLARE_FAMILY)
 const std::vector<const OpFamily*>& op_families() {
   static const std::vector<const OpFamily*> table = [] {
     std::vector<const OpFamily*> t;
-#define JOADER_LIST_FAMILY(kind, family)                                                          \
-  if (t.size() != size_t(AugmentOp::kind)) throw std::logic_error("ops/list.h is out of order");  \
-  t.push_back(&family);
+#define JOADER_LIST_FAMILY(kind, family) t.push_back(&family);
     JOADER_OP_FAMILIES(JOADER_LIST_FAMILY)
 #undef JOADER_LIST_FAMILY
+    // What the pipeline calls without asking: a family that lacks it is a bug of this build.
+    for (const OpFamily* f : t) {
+      const bool complete = f->name && f->validate && f->describe && f->apply && !f->streams == !f->stream &&
+                            !f->rows_read == !f->rows_from && !f->params == !f->set_params;
+      if (!complete) throw std::logic_error(std::string("op family ") + (f->name ? f->name : "?") + " is incomplete");
+    }
     return t;
   }();
   return table;
@@ -30,6 +37,8 @@ const OpFamily& family_of(AugmentOp::Kind kind) {
   if (size_t(kind) >= table.size()) throw PrepError("unknown op kind " + std::to_string(int(kind)));
   return *table[size_t(kind)];
 }
+
+namespace ops {
 
 void invalid(const AugmentOp& op, const std::string& what) {
   const OpFamily& family = family_of(op);
@@ -50,9 +59,12 @@ std::string number(double v) {
 
 std::string interpolation_text(Interpolation interpolation) {
   switch (interpolation) {
-    case Interpolation::kNearest: return ", interpolation=nearest";
-    case Interpolation::kBicubic: return ", interpolation=bicubic";
-    case Interpolation::kBilinear: break;
+    case Interpolation::kNearest:
+      return ", interpolation=nearest";
+    case Interpolation::kBicubic:
+      return ", interpolation=bicubic";
+    case Interpolation::kBilinear:
+      break;
   }
   return "";
 }
@@ -66,7 +78,8 @@ void set_interpolation_params(AugmentOp& op, const std::vector<double>& values) 
   if (values.size() > 1 || (values.size() == 1 && values[0] != 0 && values[0] != 2 && values[0] != 3)) {
     invalid(op, "interpolation must be nearest (0), bilinear (2) or bicubic (3)");
   }
-  op.interpolation = values.empty() ? Interpolation::kBilinear : static_cast<Interpolation>(static_cast<int>(values[0]));
+  op.interpolation =
+      values.empty() ? Interpolation::kBilinear : static_cast<Interpolation>(static_cast<int>(values[0]));
 }
 
 ResizeFilter filter_of(Interpolation interpolation) {
@@ -101,5 +114,7 @@ void flip_rows(Image& img) {
 }
 
 int64_t py_round(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
+
+}  // namespace ops
 
 }  // namespace joader

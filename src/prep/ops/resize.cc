@@ -3,6 +3,8 @@
 #include "prep/ops/op_family.h"
 
 namespace joader {
+
+using namespace ops;
 namespace {
 
 PrepSpec resize_spec(uint32_t size) {
@@ -32,9 +34,10 @@ extern const OpFamily kResizeFamily{
     .name = "Resize",
     .sizing = OpFamily::Sizing::kResizes,
     .validate = check_size,
-    .describe = [](const AugmentOp& op) {
-      return "Resize(" + std::to_string(op.size) + interpolation_text(op.interpolation) + ")";
-    },
+    .describe =
+        [](const AugmentOp& op) {
+          return "Resize(" + std::to_string(op.size) + interpolation_text(op.interpolation) + ")";
+        },
     .params = interpolation_params,
     .set_params = set_interpolation_params,
     .draw =

@@ -8,6 +8,8 @@
 #include "prep/ops/op_family.h"
 
 namespace joader {
+
+using namespace ops;
 namespace {
 
 // The box of img as an image of its own, which is what PIL's crop gives resize to read whole.

@@ -11,7 +11,6 @@
 namespace joader {
 namespace {
 
-
 // Python's float % (the result takes the divisor's sign).
 double py_mod(double x, double y) {
   double m = std::fmod(x, y);
@@ -183,9 +182,15 @@ Image quarter_turns(const Image& in, int turns) {
     for (uint32_t x = 0; x < w; ++x) {
       uint32_t ox, oy;
       switch (turns) {
-        case 1: ox = y, oy = w - 1 - x; break;
-        case 2: ox = w - 1 - x, oy = h - 1 - y; break;
-        default: ox = h - 1 - y, oy = x; break;
+        case 1:
+          ox = y, oy = w - 1 - x;
+          break;
+        case 2:
+          ox = w - 1 - x, oy = h - 1 - y;
+          break;
+        default:
+          ox = h - 1 - y, oy = x;
+          break;
       }
       std::memcpy(&out.rgb[(size_t(oy) * out.width + ox) * 3], &in.rgb[(size_t(y) * w + x) * 3], 3);
     }
@@ -248,7 +253,7 @@ Image resize_nearest(const Image& img, uint32_t width, uint32_t height) {
   Image out = filled_image(width, height, {0, 0, 0});
   if (img.width == 0 || img.height == 0 || width == 0 || height == 0) return out;
   // _resize: box (0, 0, w, h) as floats, a[0] = (box[2] - box[0]) / xsize.
-  const std::array<double, 6> a{static_cast<double>(static_cast<float>(img.width)) / width, 0, 0, 0,
+  const std::array<double, 6> a{static_cast<double>(static_cast<float>(img.width)) / width,   0, 0, 0,
                                 static_cast<double>(static_cast<float>(img.height)) / height, 0};
   scale_affine(out, img, a);
   return out;
