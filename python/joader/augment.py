@@ -23,7 +23,7 @@ from .client import INVALID_ARGUMENT, error
 # The native op kinds (proto/joader.proto's AugmentOp.Kind; src/prep/ops/list.h): _native_op
 # below maps torchvision's classes to them.
 (RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT, RANDOM_CROP,
- RANDOM_AFFINE) = range(8)
+ RANDOM_AFFINE, PAD) = range(9)
 # What each kind does to an image's size, from the native op table: "keeps", "fixes" (size×size)
 # or "resizes".
 _SIZING = tuple(sizing for _, sizing in _native.op_families())
@@ -243,6 +243,28 @@ def _random_affine_op(t):
     return (RANDOM_AFFINE, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(values))
 
 
+def _padding4(padding):
+    """F.pad's padding (an int, or 1, 2 or 4 ints) as (left, top, right, bottom); None for another
+    form."""
+    if isinstance(padding, int):
+        return (padding,) * 4
+    padding = tuple(int(v) for v in padding)
+    if len(padding) == 1:
+        return padding * 4
+    if len(padding) == 2:  # (left/right, top/bottom), as F.pad reads it
+        return (padding[0], padding[1], padding[0], padding[1])
+    return padding if len(padding) == 4 else None
+
+
+def _pad_op(t):
+    """Pad(padding, fill, padding_mode="constant") as the PAD op tuple; None otherwise (another
+    mode, a negative padding)."""
+    fill, padding = _fill(t.fill), _padding4(t.padding)
+    if fill is None or padding is None or t.padding_mode != "constant" or min(padding) < 0:
+        return None
+    return (PAD, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in (*padding, *fill)))
+
+
 def _random_crop_op(t):
     """RandomCrop(size, padding, pad_if_needed, fill, padding_mode="constant") with a square size
     as the RANDOM_CROP op tuple; None otherwise."""
@@ -250,19 +272,9 @@ def _random_crop_op(t):
     fill = _fill(t.fill)
     if side is None or fill is None or t.padding_mode != "constant":
         return None
-    padding = t.padding
+    padding = (0, 0, 0, 0) if t.padding is None else _padding4(t.padding)
     if padding is None:
-        padding = (0, 0, 0, 0)
-    elif isinstance(padding, int):
-        padding = (padding,) * 4
-    else:
-        padding = tuple(int(v) for v in padding)
-        if len(padding) == 1:
-            padding *= 4
-        elif len(padding) == 2:  # (left/right, top/bottom), as F.pad reads it
-            padding = (padding[0], padding[1], padding[0], padding[1])
-        elif len(padding) != 4:
-            return None
+        return None
     if any(v < 0 for v in padding):
         return None
     values = (*padding, 1 if t.pad_if_needed else 0, *fill)
@@ -280,6 +292,8 @@ def _native_op(t, side=None):
             return _auto_augment_op(t, side)
         if name == "RandomCrop":
             return _random_crop_op(t)
+        if name == "Pad":
+            return _pad_op(t)
         if name in ("RandomAffine", "RandomRotation"):
             return _random_affine_op(t)
         random_apply = _random_apply_op(t)

@@ -46,6 +46,9 @@ TEST(AugmentWire, EveryOpCrossesTheWireUnchanged) {
   ops[AugmentOp::kRandomCrop].padding = {4, 4, 4, 4};
   ops[AugmentOp::kRandomAffine].affine.degrees_min = -10;
   ops[AugmentOp::kRandomAffine].affine.degrees_max = 10;
+  ops[AugmentOp::kPad].padding = {1, 2, 3, 4};
+  ops[AugmentOp::kPad].fill = {9, 8, 7};
+  ops.push_back(ops[AugmentOp::kCenterCrop]);  // a pipeline ends in one size
   google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;
   for (const AugmentOp& op : ops) *wire.Add() = to_wire(op);
   const std::vector<AugmentOp> back = from_wire(wire);

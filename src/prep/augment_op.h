@@ -35,10 +35,11 @@ struct AugmentOp {
   // ColorJitter: (min, max) of brightness, contrast, saturation and hue, in that order.
   std::array<double, 8> jitter{1, 1, 1, 1, 1, 1, 0, 0};
   AutoAugmentSpec policy;                         // AutoAugment: TrivialAugmentWide, RandAugment, AutoAugment
-  // RandomCrop: padding (left, top, right, bottom), pad_if_needed, the constant fill.
+  // RandomCrop and Pad: padding (left, top, right, bottom), the constant fill; RandomCrop's
+  // pad_if_needed.
   std::array<uint32_t, 4> padding{0, 0, 0, 0};
   bool pad_if_needed = false;
-  std::array<uint8_t, 3> fill{0, 0, 0};                   // RandomCrop, RandomAffine
+  std::array<uint8_t, 3> fill{0, 0, 0};                   // RandomCrop, Pad, RandomAffine
   // RandomAffine (and RandomRotation, as `rotation`): torchvision's ranges, as given.
   struct Affine {
     bool rotation = false;  // RandomRotation: F.rotate (PIL's rotate); else F.affine

@@ -52,6 +52,19 @@ void define_testing(py::module_& m) {
       },
       py::arg("hwc"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"), py::arg("size"),
       py::arg("flip"), py::arg("interpolation") = 2);
+  // A native pipeline (joader.augment's op tuples, checked) on one image: what one delivery of
+  // `item` in `epoch` to a job with `seed` gets (augment()).
+  m.def("augment", [](const HwcArray& hwc, const std::vector<OpTuple>& ops, uint64_t seed, uint32_t epoch,
+                      uint32_t item) {
+    const std::vector<AugmentOp> checked = checked_ops(ops);
+    const Image img = image_of(hwc);
+    Image out;
+    {
+      py::gil_scoped_release nogil;
+      out = augment(img, checked, seed, epoch, item);
+    }
+    return array_of(out);
+  });
   // One colour adjustment of prep/color.h ("brightness", "contrast", "saturation", "hue").
   m.def("adjust", [](const HwcArray& hwc, const std::string& which, double factor) {
     Image img = image_of(hwc);

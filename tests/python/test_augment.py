@@ -377,3 +377,18 @@ def test_the_python_mapping_the_native_op_table_and_the_protocol_list_the_same_o
         assert protocol[kind] == snake, (kind, name)
         assert getattr(A, snake) == kind, f"joader.augment.{snake} is not the table's kind {kind}"
     assert dict(_native.op_families())["Resize"] == "resizes" and dict(_native.op_families())["CenterCrop"] == "fixes"
+
+
+@pytest.mark.parametrize("padding,fill", [(3, 0), ((1, 2), 7), ((4, 0, 2, 5), (10, 200, 30)), ([0], 255)])
+def test_pad_runs_natively_with_torchvisions_pixels(photos, padding, fill):
+    # Pad, added as the op table says an op is added (src/prep/ops/pad.cc, its line in list.h, the
+    # protocol's PAD, joader.augment's mapping): the same bytes as torchvision's on PIL images.
+    from joader.augment import plan
+    for n, pil in enumerate(photos[:8]):
+        side = min(pil.size) + 2
+        pipeline = [T.Pad(padding, fill=fill), T.CenterCrop(side)]
+        native = plan(pipeline, tensors=False)
+        assert native.native_names == ["Pad", "CenterCrop"] and not native.python
+        ours = _native.testing.augment(np.asarray(pil), native.native, 1, 0, n)
+        assert np.array_equal(ours, np.asarray(T.Compose(pipeline)(pil))), (n, pil.size)
+    assert plan([T.Pad(2, padding_mode="edge"), T.CenterCrop(8)], tensors=False).python, "other modes run in Python"

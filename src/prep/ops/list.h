@@ -11,4 +11,5 @@
   X(kColorJitter, kColorJitterFamily)                   \
   X(kAutoAugment, kAutoAugmentFamily)                   \
   X(kRandomCrop, kRandomCropFamily)                     \
-  X(kRandomAffine, kRandomAffineFamily)
+  X(kRandomAffine, kRandomAffineFamily)                 \
+  X(kPad, kPadFamily)
