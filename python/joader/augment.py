@@ -3,7 +3,8 @@ Joader runs in C++ on each delivered item (src/prep/augment.h, torchvision's sem
 parameter law) and the rest, which runs per item in Python (joader.pool).
 
 Native: RandomResizedCrop (square), RandomHorizontalFlip, Resize (an int: the shorter side), both
-bilinear, bicubic or nearest, CenterCrop (square), RandomCrop (square, constant padding), ColorJitter,
+bilinear, bicubic or nearest, CenterCrop (square), RandomCrop (square, constant padding), Pad
+(constant), ColorJitter,
 TrivialAugmentWide / RandAugment / AutoAugment (nearest or bilinear, once a crop has fixed the
 size), RandomPosterize / RandomSolarize / RandomAutocontrast / RandomEqualize /
 RandomAdjustSharpness / RandomInvert / RandomGrayscale / Grayscale(3) / RandomVerticalFlip,
@@ -248,7 +249,9 @@ def _padding4(padding):
     form."""
     if isinstance(padding, int):
         return (padding,) * 4
-    padding = tuple(int(v) for v in padding)
+    padding = tuple(padding)
+    if not all(isinstance(v, int) for v in padding):  # torchvision's PIL path refuses floats: Python says so
+        return None
     if len(padding) == 1:
         return padding * 4
     if len(padding) == 2:  # (left/right, top/bottom), as F.pad reads it
@@ -258,9 +261,9 @@ def _padding4(padding):
 
 def _pad_op(t):
     """Pad(padding, fill, padding_mode="constant") as the PAD op tuple; None otherwise (another
-    mode, a negative padding)."""
+    mode, a negative padding, one above the native ops' 8192)."""
     fill, padding = _fill(t.fill), _padding4(t.padding)
-    if fill is None or padding is None or t.padding_mode != "constant" or min(padding) < 0:
+    if fill is None or padding is None or t.padding_mode != "constant" or min(padding) < 0 or max(padding) > 8192:
         return None
     return (PAD, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in (*padding, *fill)))
 

@@ -71,9 +71,10 @@ class BatchBuilder {
   // uint8 as floats(format) says), then acknowledges b. An item that cannot be augmented ends the
   // job (b is acknowledged, its items are not consumed: a job resumed from what was consumed gets
   // them again) and throws ClientError DATA_LOSS naming the item, as a corrupt item in the daemon
-  // does. An item of another size than the dataset's, or a copy out of the arena that fails,
-  // throws ClientError INTERNAL with b not acknowledged (the job's stream is then broken: close
-  // it).
+  // does (for an augmenting job, also an item of the wrong size or a failed copy out of the arena).
+  // Without ops, an item of another size than the dataset's, or a copy out of the arena that
+  // fails, throws ClientError INTERNAL with b not acknowledged (the job's stream is then broken:
+  // close it).
   void gather(const Batch& b, const BatchFormat& format, void* dst);
 
   // For kOwnSize and kRaw: item i's bytes (b.items[i].size of them) copied to dst[i], then b

@@ -39,7 +39,7 @@ uint32_t pipeline_output_size(const std::vector<AugmentOp>& ops) {
   }
   throw PrepError(
       "an augmentation pipeline must end in a fixed size (RandomResizedCrop, CenterCrop or RandomCrop "
-      "after the last Resize), so that batches are [B, 3, size, size]");
+      "after the last Resize or Pad), so that batches are [B, 3, size, size]");
 }
 
 std::vector<OpDraw> draw_augment(const std::vector<AugmentOp>& ops, uint32_t width, uint32_t height, uint64_t seed,

@@ -392,3 +392,18 @@ def test_pad_runs_natively_with_torchvisions_pixels(photos, padding, fill):
         ours = _native.testing.augment(np.asarray(pil), native.native, 1, 0, n)
         assert np.array_equal(ours, np.asarray(T.Compose(pipeline)(pil))), (n, pil.size)
     assert plan([T.Pad(2, padding_mode="edge"), T.CenterCrop(8)], tensors=False).python, "other modes run in Python"
+
+
+def test_pad_runs_in_python_where_the_native_op_would_differ_from_torchvisions():
+    from joader.augment import plan
+    crop = T.CenterCrop(8)
+    for pad, why in ((T.Pad(-1), "a negative padding crops"), (T.Pad(9000), "above the native 8192"),
+                     (T.Pad((2.0, 3)), "torchvision's PIL path refuses float padding"),
+                     (T.Pad(2, padding_mode="reflect"), "another mode")):
+        assert plan([pad, crop], tensors=False).native == [], why
+    after = plan([T.CenterCrop(8), T.Pad(2)], tensors=False)
+    assert after.native_names == ["CenterCrop"] and [type(t).__name__ for t in after.python] == ["Pad"], \
+        "a Pad after the last fixed-size op leaves no one size: it runs in Python"
+    with pytest.raises(RuntimeError, match=r"Pad: a 1×1 image would become 16385×16385 pixels, more than the limit"):
+        _native.testing.augment(np.zeros((1, 1, 3), np.uint8), plan([T.Pad(8192), T.CenterCrop(8)],
+                                                                     tensors=False).native, 0, 0, 0)
