@@ -76,7 +76,13 @@ namespace ops {
 [[noreturn]] void invalid(const AugmentOp& op, const std::string& what);  // PrepError "Name: what"
 void check_size(const AugmentOp& op);                                     // size in 1..kMaxAugmentSize
 std::string number(double v);                                             // %.6g
-std::string interpolation_text(Interpolation interpolation);              // ", interpolation=bicubic"; "" for bilinear
+// RandomCrop's and Pad's padding: each side at most kMaxAugmentSize.
+void check_padding(const AugmentOp& op);
+// A wire value that must be a whole number in [0, hi]; `what` names it in the error.
+double whole(const AugmentOp& op, double v, double hi, const char* what);
+// An op that makes a width×height image w×h: refused above PrepSpec's pixel limit, naming both.
+void check_pixels(const AugmentOp& op, uint64_t width, uint64_t height, uint64_t w, uint64_t h);
+std::string interpolation_text(Interpolation interpolation);  // ", interpolation=bicubic"; "" for bilinear
 ResizeFilter filter_of(Interpolation interpolation);
 // An interpolation on the wire: [code] unless bilinear (RandomResizedCrop's and Resize's params).
 std::vector<double> interpolation_params(const AugmentOp& op);

@@ -1,6 +1,5 @@
 // Pad(padding, fill, padding_mode="constant"): F.pad on the PIL image (ImageOps.expand): the image
 // inside a border of the constant fill, (left, top, right, bottom) pixels wide.
-#include <cmath>
 #include <cstring>
 
 #include "prep/autoaugment.h"
@@ -12,12 +11,6 @@ using namespace ops;
 
 namespace {
 
-void validate(const AugmentOp& op) {
-  for (uint32_t pad : op.padding) {
-    if (pad > kMaxAugmentSize) invalid(op, "padding must be at most " + std::to_string(kMaxAugmentSize));
-  }
-}
-
 std::string describe(const AugmentOp& op) {
   const auto& p = op.padding;
   return "Pad(padding=(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ", " + std::to_string(p[2]) + ", " +
@@ -27,18 +20,14 @@ std::string describe(const AugmentOp& op) {
 // [left, top, right, bottom, fill x3].
 std::vector<double> params(const AugmentOp& op) {
   const auto& p = op.padding;
-  return {double(p[0]), double(p[1]), double(p[2]), double(p[3]), double(op.fill[0]), double(op.fill[1]),
-          double(op.fill[2])};
+  return {double(p[0]),       double(p[1]),       double(p[2]),      double(p[3]),
+          double(op.fill[0]), double(op.fill[1]), double(op.fill[2])};
 }
 
 void set_params(AugmentOp& op, const std::vector<double>& values) {
   if (values.size() != 7) invalid(op, "needs padding (4) and a fill of 3 values");
-  const auto whole = [&](double v, double hi, const char* what) {
-    if (!(v >= 0 && v <= hi) || v != std::floor(v)) invalid(op, std::string(what) + " out of range");
-    return v;
-  };
-  for (int k = 0; k < 4; ++k) op.padding[k] = static_cast<uint32_t>(whole(values[k], kMaxAugmentSize, "padding"));
-  for (int k = 0; k < 3; ++k) op.fill[k] = static_cast<uint8_t>(whole(values[4 + k], 255, "fill"));
+  for (int k = 0; k < 4; ++k) op.padding[k] = static_cast<uint32_t>(whole(op, values[k], kMaxAugmentSize, "padding"));
+  for (int k = 0; k < 3; ++k) op.fill[k] = static_cast<uint8_t>(whole(op, values[4 + k], 255, "fill"));
 }
 
 void apply(const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw&) {
@@ -56,7 +45,7 @@ void apply(const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw&) 
 extern const OpFamily kPadFamily{
     .name = "Pad",
     .sizing = OpFamily::Sizing::kResizes,
-    .validate = validate,
+    .validate = check_padding,
     .describe = describe,
     .params = params,
     .set_params = set_params,
@@ -64,12 +53,7 @@ extern const OpFamily kPadFamily{
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&, OpDraw&) {
           const uint64_t w = uint64_t{width} + op.padding[0] + op.padding[2];
           const uint64_t h = uint64_t{height} + op.padding[1] + op.padding[3];
-          const uint64_t limit = PrepSpec().max_pixels;
-          if (w * h > limit) {
-            invalid(op, "a " + std::to_string(width) + "×" + std::to_string(height) + " image would become " +
-                            std::to_string(w) + "×" + std::to_string(h) + " pixels, more than the limit of " +
-                            std::to_string(limit));
-          }
+          check_pixels(op, width, height, w, h);
           width = static_cast<uint32_t>(w);
           height = static_cast<uint32_t>(h);
         },

@@ -15,9 +15,7 @@ using namespace ops;
 namespace {
 
 void validate(const AugmentOp& op) {
-  for (uint32_t pad : op.padding) {
-    if (pad > kMaxAugmentSize) invalid(op, "padding must be at most " + std::to_string(kMaxAugmentSize));
-  }
+  check_padding(op);
   check_size(op);
 }
 
@@ -40,13 +38,9 @@ std::vector<double> params(const AugmentOp& op) {
 
 void set_params(AugmentOp& op, const std::vector<double>& values) {
   if (values.size() != 8) invalid(op, "needs padding (4), pad_if_needed and a fill of 3 values");
-  const auto whole = [&](double v, double hi, const char* what) {
-    if (!(v >= 0 && v <= hi) || v != std::floor(v)) invalid(op, std::string(what) + " out of range");
-    return v;
-  };
-  for (int k = 0; k < 4; ++k) op.padding[k] = static_cast<uint32_t>(whole(values[k], kMaxAugmentSize, "padding"));
-  op.pad_if_needed = whole(values[4], 1, "pad_if_needed") == 1;
-  for (int k = 0; k < 3; ++k) op.fill[k] = static_cast<uint8_t>(whole(values[5 + k], 255, "fill"));
+  for (int k = 0; k < 4; ++k) op.padding[k] = static_cast<uint32_t>(whole(op, values[k], kMaxAugmentSize, "padding"));
+  op.pad_if_needed = whole(op, values[4], 1, "pad_if_needed") == 1;
+  for (int k = 0; k < 3; ++k) op.fill[k] = static_cast<uint8_t>(whole(op, values[5 + k], 255, "fill"));
 }
 
 void draw(const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng& rng, OpDraw& d) {

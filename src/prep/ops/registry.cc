@@ -51,6 +51,26 @@ void check_size(const AugmentOp& op) {
   }
 }
 
+void check_padding(const AugmentOp& op) {
+  for (uint32_t pad : op.padding) {
+    if (pad > kMaxAugmentSize) invalid(op, "padding must be at most " + std::to_string(kMaxAugmentSize));
+  }
+}
+
+double whole(const AugmentOp& op, double v, double hi, const char* what) {
+  if (!(v >= 0 && v <= hi) || v != std::floor(v)) invalid(op, std::string(what) + " out of range");
+  return v;
+}
+
+void check_pixels(const AugmentOp& op, uint64_t width, uint64_t height, uint64_t w, uint64_t h) {
+  const uint64_t limit = PrepSpec().max_pixels;
+  if (w * h > limit) {
+    invalid(op, "a " + std::to_string(width) + "×" + std::to_string(height) + " image would become " +
+                    std::to_string(w) + "×" + std::to_string(h) + " pixels, more than the limit of " +
+                    std::to_string(limit));
+  }
+}
+
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);

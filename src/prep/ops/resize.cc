@@ -44,11 +44,7 @@ extern const OpFamily kResizeFamily{
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&, OpDraw&) {
           const PrepSpec spec = resize_spec(op.size);
           const PrepGeometry g = prep_geometry(spec, width, height);
-          if (g.resized_width * g.resized_height > spec.max_pixels) {
-            invalid(op, "a " + std::to_string(width) + "×" + std::to_string(height) + " image would become " +
-                            std::to_string(g.resized_width) + "×" + std::to_string(g.resized_height) +
-                            " pixels, more than the limit of " + std::to_string(spec.max_pixels));
-          }
+          check_pixels(op, width, height, g.resized_width, g.resized_height);
           width = static_cast<uint32_t>(g.resized_width);
           height = static_cast<uint32_t>(g.resized_height);
         },
