@@ -15,25 +15,48 @@ Normalize (+ RandomErasing) is fused into the batch's write (_tensor_tail). Ever
 in Python, exactly as torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
 their class names and attributes.
 """
+import re
 import secrets
 from dataclasses import dataclass, field
 
 from . import _native
 from .client import INVALID_ARGUMENT, error
 
-# The native op kinds (proto/joader.proto's AugmentOp.Kind; src/prep/ops/list.h): _native_op
-# below maps torchvision's classes to them.
-(RANDOM_RESIZED_CROP, RANDOM_HORIZONTAL_FLIP, RESIZE, CENTER_CROP, COLOR_JITTER, AUTO_AUGMENT, RANDOM_CROP,
- RANDOM_AFFINE, PAD) = range(9)
+# A native op is the protocol's AugmentOp (proto/joader.proto) in protobuf's JSON form, as a dict
+# of one entry: {kind: fields}, kind the field of the op family's message (src/prep/ops/list.h),
+# e.g. {"random_crop": {"size": 32, "padding": {"left": 4, ...}}}. _native_op below maps
+# torchvision's classes to them.
+AUTO_AUGMENT, RANDOM_AFFINE, RANDOM_CROP = "auto_augment", "random_affine", "random_crop"
 # What each kind does to an image's size, from the native op table: "keeps", "fixes" (size×size)
 # or "resizes".
-_SIZING = tuple(sizing for _, sizing in _native.op_families())
+_SIZING = {kind: sizing for _, kind, sizing in _native.op_families()}
 
-# torchvision's _apply_op names, then two more single ops, as prep/autoaugment.h's ImageOp codes.
+
+def op_kind(op):
+    """A native op's kind: "random_resized_crop", "auto_augment", ..."""
+    (kind,) = op
+    return kind
+
+
+def _op(kind, **fields):
+    """The native op of `kind` with these fields (None ones left out: the protocol's absent)."""
+    return {kind: {name: value for name, value in fields.items() if value is not None}}
+
+
+def _range(pair):
+    low, high = pair
+    return {"min": float(low), "max": float(high)}
+
+# torchvision's _apply_op names, then two more single ops, as prep/autoaugment.h's ImageOp codes
+# (the protocol spells them SHEAR_X ...: _wire_name).
 IMAGE_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast",
              "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert", "Grayscale", "VerticalFlip")
 AUTO_AUGMENT_FAMILIES = ("TrivialAugmentWide", "RandAugment", "AutoAugment")
-RANDOM_APPLY = 3  # AutoAugmentSpec::kRandomApply: torchvision's single random ops
+
+
+def _wire_name(name):
+    """A CamelCase name as the protocol's enums spell it: "ShearX" -> "SHEAR_X"."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
 
 
 TENSOR_TAIL = "ToTensor, PILToTensor, ConvertImageDtype, Normalize"
@@ -97,16 +120,16 @@ def _interpolation(transform):
 
 
 def _resample(transform):
-    """A RandomResizedCrop's or Resize's interpolation as the op's extra values: () for bilinear,
-    (0.0,) nearest, (3.0,) bicubic (PIL's codes); None for the others (they run in Python)."""
-    return {"bilinear": (), 2: (), None: (), "nearest": (0.0,), 0: (0.0,), "bicubic": (3.0,), 3: (3.0,)}.get(
-        _interpolation(transform))
+    """A RandomResizedCrop's or Resize's interpolation as the protocol names it ("BILINEAR",
+    "NEAREST", "BICUBIC"; PIL's codes are 2, 0, 3); None for the others (they run in Python)."""
+    return {"bilinear": "BILINEAR", 2: "BILINEAR", None: "BILINEAR", "nearest": "NEAREST", 0: "NEAREST",
+            "bicubic": "BICUBIC", 3: "BICUBIC"}.get(_interpolation(transform))
 
 
 def _affine_resample(transform):
-    """The PIL code of a nearest (0) or bilinear (2) interpolation, which the native affine ops
-    take; None for the others (they run in Python)."""
-    return {"nearest": 0, 0: 0, "bilinear": 2, 2: 2}.get(_interpolation(transform))
+    """A nearest or bilinear interpolation, which the native affine ops take, as the protocol names
+    it; None for the others (they run in Python)."""
+    return {"nearest": "NEAREST", 0: "NEAREST", "bilinear": "BILINEAR", 2: "BILINEAR"}.get(_interpolation(transform))
 
 
 def _square_size(size):
@@ -132,16 +155,15 @@ def _fill(fill):
 
 
 def _auto_augment_op(t, side):
-    """TrivialAugmentWide / RandAugment / AutoAugment on side×side images as the AUTO_AUGMENT op
-    tuple: the op space exactly as torchvision builds it (its own _augmentation_space, so the
-    magnitudes are torch's float32 values), encoded as AutoAugmentSpec::encode; None when an op
-    or an argument is one Joader does not run natively (AugMix, bicubic, an unknown op name)."""
+    """TrivialAugmentWide / RandAugment / AutoAugment on side×side images as the AUTO_AUGMENT op:
+    the op space exactly as torchvision builds it (its own _augmentation_space, so the magnitudes
+    are torch's float32 values); None when an op or an argument is one Joader does not run
+    natively (AugMix, bicubic, an unknown op name)."""
     name = type(t).__name__
     interpolation = _affine_resample(t)
     fill = _fill(getattr(t, "fill", None))
     if interpolation is None or fill is None or side is None:
         return None
-    family = AUTO_AUGMENT_FAMILIES.index(name)
     entries = []  # (op, p, signed, magnitudes)
     policy_size, num_ops = 2, 1
     try:
@@ -172,15 +194,20 @@ def _auto_augment_op(t, side):
         return None
     if any(op_name not in IMAGE_OPS for op_name, *_ in entries):
         return None
-    params = [family, num_ops, interpolation, *fill, policy_size, len(entries)]
-    for op_name, p, signed, values in entries:
-        params += [IMAGE_OPS.index(op_name), p, 1.0 if signed else 0.0, len(values), *values]
-    return (AUTO_AUGMENT, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in params))
+    return _op(AUTO_AUGMENT, family=_wire_name(name), num_ops=num_ops, interpolation=interpolation, fill=fill,
+               policy_size=policy_size, entries=[_entry(op_name, p, signed, values)
+                                                 for op_name, p, signed, values in entries])
+
+
+def _entry(op_name, p, signed, magnitudes):
+    """One op of an AUTO_AUGMENT op's space or policy."""
+    return {"op": _wire_name(op_name), "p": float(p), "is_signed": bool(signed),
+            "magnitudes": [float(m) for m in magnitudes]}
 
 
 def _random_apply_op(t):
     """torchvision's single random ops (`if torch.rand(1) < self.p: F.op(img, ...)`) as the
-    AUTO_AUGMENT op of the RandomApply family (one entry: op, p, magnitude); None when not taken."""
+    AUTO_AUGMENT op of the RANDOM_APPLY family (one entry: op, p, magnitude); None when not taken."""
     name = type(t).__name__
     p = float(getattr(t, "p", 1.0))
     magnitude = []
@@ -207,13 +234,12 @@ def _random_apply_op(t):
         return None
     if not 0.0 <= p <= 1.0:
         return None
-    params = [RANDOM_APPLY, 1, 0, 0, 0, 0, 1, 1, IMAGE_OPS.index(op), p, 0.0, len(magnitude), *magnitude]
-    return (AUTO_AUGMENT, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in params))
+    return _op(AUTO_AUGMENT, family="RANDOM_APPLY", policy_size=1, entries=[_entry(op, p, False, magnitude)])
 
 
 def _random_affine_op(t):
     """RandomAffine, or RandomRotation without expand, with nearest or bilinear resampling, as the
-    RANDOM_AFFINE op tuple (AugmentOp::params' 21 values); None otherwise."""
+    RANDOM_AFFINE op; None otherwise."""
     name = type(t).__name__
     interpolation = _affine_resample(t)
     fill = _fill(t.fill)
@@ -235,18 +261,16 @@ def _random_affine_op(t):
         if (translate is not None and len(translate) != 2) or (scale is not None and len(scale) != 2) \
                 or len(shear) not in (0, 2, 4):
             return None
-    values = [1.0 if name == "RandomRotation" else 0.0, *degrees,
-              0.0 if translate is None else 1.0, *(translate or (0.0, 0.0)),
-              0.0 if scale is None else 1.0, *(scale or (1.0, 1.0)),
-              float(len(shear)), *(shear + [0.0] * (4 - len(shear))),
-              float(interpolation), *map(float, fill),
-              0.0 if center is None else 1.0, *(center or (0.0, 0.0))]
-    return (RANDOM_AFFINE, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(values))
+    xy = None if center is None else {"x": center[0], "y": center[1]}
+    return _op(RANDOM_AFFINE, rotation=name == "RandomRotation", degrees=_range(degrees),
+               translate=None if translate is None else {"x": translate[0], "y": translate[1]},
+               scale=None if scale is None else _range(scale), shear=shear, interpolation=interpolation, fill=fill,
+               center=xy)
 
 
 def _padding4(padding):
     """F.pad's padding (an int, or 1, 2 or 4 ints) as (left, top, right, bottom); None for another
-    form."""
+    form. (_padding as the protocol's Padding.)"""
     if isinstance(padding, int):
         return (padding,) * 4
     padding = tuple(padding)
@@ -259,18 +283,22 @@ def _padding4(padding):
     return padding if len(padding) == 4 else None
 
 
+def _padding(padding4):
+    return dict(zip(("left", "top", "right", "bottom"), padding4))
+
+
 def _pad_op(t):
-    """Pad(padding, fill, padding_mode="constant") as the PAD op tuple; None otherwise (another
-    mode, a negative padding, one above the native ops' 8192)."""
+    """Pad(padding, fill, padding_mode="constant") as the PAD op; None otherwise (another mode, a
+    negative padding, one above the native ops' 8192)."""
     fill, padding = _fill(t.fill), _padding4(t.padding)
     if fill is None or padding is None or t.padding_mode != "constant" or min(padding) < 0 or max(padding) > 8192:
         return None
-    return (PAD, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in (*padding, *fill)))
+    return _op("pad", padding=_padding(padding), fill=fill)
 
 
 def _random_crop_op(t):
     """RandomCrop(size, padding, pad_if_needed, fill, padding_mode="constant") with a square size
-    as the RANDOM_CROP op tuple; None otherwise."""
+    as the RANDOM_CROP op; None otherwise."""
     side = _square_size(t.size)
     fill = _fill(t.fill)
     if side is None or fill is None or t.padding_mode != "constant":
@@ -280,12 +308,11 @@ def _random_crop_op(t):
         return None
     if any(v < 0 for v in padding):
         return None
-    values = (*padding, 1 if t.pad_if_needed else 0, *fill)
-    return (RANDOM_CROP, side, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(float(v) for v in values))
+    return _op(RANDOM_CROP, size=side, padding=_padding(padding), pad_if_needed=bool(t.pad_if_needed), fill=fill)
 
 
 def _native_op(t, side=None):
-    """t as the op tuple of the C++ op with its semantics, or None when Joader runs it in Python
+    """t as the native op (a dict: see _op) of the C++ op with its semantics, or None when Joader runs it in Python
     (another class, interpolation or size form). `side`: the side of the square images t
     receives, when the ops before it fix one (the AutoAugment family's op spaces depend on it).
     Raises nothing: bad values are the native validation's to name."""
@@ -308,26 +335,23 @@ def _native_op(t, side=None):
         side, resample = _square_size(t.size), _resample(t)
         if side is None or resample is None:
             return None
-        (s0, s1), (r0, r1) = t.scale, t.ratio
-        return (RANDOM_RESIZED_CROP, side, float(s0), float(s1), float(r0), float(r1), 0.0, resample)
+        return _op("random_resized_crop", size=side, scale=_range(t.scale), ratio=_range(t.ratio),
+                   interpolation=resample)
     if name == "RandomHorizontalFlip":
-        return (RANDOM_HORIZONTAL_FLIP, 0, 0.0, 0.0, 0.0, 0.0, float(t.p), ())
+        return _op("random_horizontal_flip", p=float(t.p))
     if name == "ColorJitter":
-        # torchvision keeps None for a property it does not adjust: the centre of its range here.
-        bounds = []
-        for prop, centre in (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0)):
-            value = getattr(t, prop)
-            bounds += [centre, centre] if value is None else [float(value[0]), float(value[1])]
-        return (COLOR_JITTER, 0, 0.0, 0.0, 0.0, 0.0, 0.0, tuple(bounds))
+        # torchvision keeps None for a property it does not adjust: absent here.
+        return _op("color_jitter", **{prop: None if getattr(t, prop) is None else _range(getattr(t, prop))
+                                      for prop in ("brightness", "contrast", "saturation", "hue")})
     if name == "Resize":
         size, resample = t.size, _resample(t)
         single = isinstance(size, int) or len(tuple(size)) == 1
         if not single or resample is None or getattr(t, "max_size", None) is not None:
             return None
-        return (RESIZE, _square_size(size), 0.0, 0.0, 0.0, 0.0, 0.0, resample)
+        return _op("resize", size=_square_size(size), interpolation=resample)
     if name == "CenterCrop":
         side = _square_size(t.size)
-        return None if side is None else (CENTER_CROP, side, 0.0, 0.0, 0.0, 0.0, 0.0, ())
+        return None if side is None else _op("center_crop", size=side)
     return None
 
 
@@ -346,8 +370,9 @@ def _fixed_size_prefix(ops):
     sizing op a RandomResizedCrop, a CenterCrop or a RandomCrop); 0 if none."""
     best, fixed = 0, False
     for n, op in enumerate(ops, 1):
-        if _SIZING[op[0]] != "keeps":
-            fixed = _SIZING[op[0]] == "fixes"
+        sizing = _SIZING[op_kind(op)]
+        if sizing != "keeps":
+            fixed = sizing == "fixes"
         if fixed:
             best = n
     return best
@@ -355,7 +380,7 @@ def _fixed_size_prefix(ops):
 
 @dataclass
 class Plan:
-    """How a pipeline runs per item: `native` op tuples first (C++, on the augmentation threads),
+    """How a pipeline runs per item: `native` ops first (C++, on the augmentation threads),
     then `python` transforms (in the job's worker processes, each image handed over as a PIL
     image), then `tail`, the tensor conversion fused into the batch's write (see _tensor_tail)
     or None. The native ops and the tail are exactly torchvision's; the rest is torchvision's (or
@@ -415,9 +440,10 @@ def plan(augment, tensors=True):
         if op is None:
             break
         native.append(op)
-        if _SIZING[op[0]] == "fixes":
-            side = op[1]
-        elif _SIZING[op[0]] == "resizes":
+        kind = op_kind(op)
+        if _SIZING[kind] == "fixes":
+            side = op[kind]["size"]
+        elif _SIZING[kind] == "resizes":
             side = None
     native = native[:_fixed_size_prefix(native)]
     if native:

@@ -1,44 +1,78 @@
 #include "common/augment_wire.h"
 
-#include <algorithm>
-#include <string>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "prep/ops/op_family.h"
 
 namespace joader {
+namespace {
+
+// The op oneof's field of each family, by kind, and each field number's kind.
+struct WireTable {
+  std::vector<const google::protobuf::FieldDescriptor*> field_of;
+  std::unordered_map<int, AugmentOp::Kind> kind_of;
+};
+
+const WireTable& wire_table() {
+  static const WireTable table = [] {
+    WireTable t;
+    const auto& families = op_families();
+    t.field_of.assign(families.size(), nullptr);
+    const google::protobuf::OneofDescriptor* op = v1::AugmentOp::descriptor()->FindOneofByName("op");
+    for (int i = 0; op && i < op->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor* field = op->field(i);
+      size_t k = 0;
+      while (k < families.size() && (!field->message_type() || field->message_type()->name() != families[k]->name)) ++k;
+      if (k == families.size() || t.field_of[k]) {
+        throw std::logic_error("the protocol's AugmentOp." + field->name() + " is no op family's own message");
+      }
+      t.field_of[k] = field;
+      t.kind_of.emplace(field->number(), AugmentOp::Kind(k));
+    }
+    for (size_t k = 0; k < families.size(); ++k) {
+      if (!t.field_of[k]) throw std::logic_error(std::string("op family ") + families[k]->name + " has no message");
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
 
 v1::AugmentOp to_wire(const AugmentOp& op) {
   v1::AugmentOp m;
-  m.set_kind(static_cast<v1::AugmentOp::Kind>(op.kind));
-  m.set_size(op.size);
-  m.set_scale_min(op.scale_min);
-  m.set_scale_max(op.scale_max);
-  m.set_ratio_min(op.ratio_min);
-  m.set_ratio_max(op.ratio_max);
-  m.set_p(op.p);
-  for (double v : op.jitter) m.add_jitter(v);
-  for (double v : op.params()) m.add_params(v);
+  family_of(op).to_wire(op, m);
   return m;
 }
 
 std::vector<AugmentOp> from_wire(const google::protobuf::RepeatedPtrField<v1::AugmentOp>& ops) {
+  const WireTable& table = wire_table();
   std::vector<AugmentOp> out;
   for (const v1::AugmentOp& m : ops) {
-    if (!v1::AugmentOp::Kind_IsValid(m.kind())) {
-      throw PrepError("unknown op kind " + std::to_string(m.kind()));
+    const auto it = table.kind_of.find(m.op_case());
+    if (it == table.kind_of.end()) {
+      throw PrepError("an op this build does not know (no op message it reads is set)");
     }
-    AugmentOp op;
-    op.kind = static_cast<AugmentOp::Kind>(m.kind());
-    op.size = m.size();
-    op.scale_min = m.scale_min();
-    op.scale_max = m.scale_max();
-    op.ratio_min = m.ratio_min();
-    op.ratio_max = m.ratio_max();
-    op.p = m.p();
-    if (m.jitter_size() == int(op.jitter.size())) std::copy(m.jitter().begin(), m.jitter().end(), op.jitter.begin());
-    op.set_params(std::vector<double>(m.params().begin(), m.params().end()));
-    out.push_back(op);
+    AugmentOp& op = out.emplace_back();
+    op.kind = it->second;
+    family_of(op).from_wire(m, op);
   }
   validate_pipeline(out);
   return out;
 }
+
+v1::AugmentOp wire_from_json(std::string_view json) {
+  v1::AugmentOp m;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &m, google::protobuf::util::JsonParseOptions());
+  if (!status.ok()) throw PrepError("not an op: " + std::string(status.message()));
+  return m;
+}
+
+const std::string& wire_field(AugmentOp::Kind kind) { return wire_table().field_of.at(size_t(kind))->name(); }
 
 }  // namespace joader

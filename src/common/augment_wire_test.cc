@@ -1,10 +1,11 @@
-// The pipeline's codec, and the agreement of the three lists of ops: the protocol's
-// AugmentOp.Kind, the C++ op table (prep/ops/list.h) and AugmentOp::Kind.
+// The pipeline's codec, and the agreement of the lists of ops: the protocol's AugmentOp messages
+// (its `op` oneof), the C++ op table (prep/ops/list.h) and AugmentOp::Kind.
 #include "common/augment_wire.h"
 
-#include <cctype>
+#include <cmath>
 #include <string>
 
+#include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
 
 #include "prep/ops/op_family.h"
@@ -12,61 +13,129 @@
 namespace joader {
 namespace {
 
-// "RandomResizedCrop" as the protocol spells it: "RANDOM_RESIZED_CROP".
-std::string upper_snake(const std::string& camel) {
-  std::string out;
-  for (size_t i = 0; i < camel.size(); ++i) {
-    if (i > 0 && std::isupper(static_cast<unsigned char>(camel[i]))) out += '_';
-    out += static_cast<char>(std::toupper(static_cast<unsigned char>(camel[i])));
+TEST(AugmentWire, TheProtocolHasOneMessagePerOpFamilyInTheTablesOrder) {
+  const google::protobuf::OneofDescriptor* op = v1::AugmentOp::descriptor()->FindOneofByName("op");
+  ASSERT_NE(op, nullptr);
+  ASSERT_EQ(size_t(op->field_count()), op_families().size());
+  for (int k = 0; k < op->field_count(); ++k) {
+    ASSERT_NE(op->field(k)->message_type(), nullptr);
+    EXPECT_EQ(op->field(k)->message_type()->name(), op_families()[k]->name) << "field " << k;
+    EXPECT_EQ(wire_field(AugmentOp::Kind(k)), op->field(k)->name());
   }
-  return out;
+  const google::protobuf::EnumDescriptor* image_ops = v1::AugmentOp::AutoAugment::ImageOp_descriptor();
+  ASSERT_EQ(image_ops->value_count(), kImageOpCount);
+  for (int k = 0; k < kImageOpCount; ++k) EXPECT_EQ(image_ops->value(k)->number(), k);
+  EXPECT_EQ(image_ops->FindValueByNumber(int(ImageOp::kVerticalFlip))->name(), "VERTICAL_FLIP");
 }
 
-TEST(AugmentWire, TheProtocolAndTheOpTableListTheSameOpsWithTheSameNumbers) {
-  const google::protobuf::EnumDescriptor* kinds = v1::AugmentOp::Kind_descriptor();
-  ASSERT_EQ(size_t(kinds->value_count()), op_families().size());
-  for (int i = 0; i < kinds->value_count(); ++i) {
-    const int number = kinds->value(i)->number();
-    ASSERT_LT(size_t(number), op_families().size());
-    EXPECT_EQ(kinds->value(i)->name(), upper_snake(family_of(AugmentOp::Kind(number)).name)) << "kind " << number;
-  }
-}
-
-TEST(AugmentWire, EveryOpCrossesTheWireUnchanged) {
+std::vector<AugmentOp> one_of_each() {
   std::vector<AugmentOp> ops(op_families().size());
   for (size_t k = 0; k < ops.size(); ++k) ops[k].kind = AugmentOp::Kind(k);
   ops[AugmentOp::kRandomResizedCrop].size = 32;
+  ops[AugmentOp::kRandomResizedCrop].scale_min = 0.25;
   ops[AugmentOp::kRandomResizedCrop].interpolation = Interpolation::kBicubic;
+  ops[AugmentOp::kRandomHorizontalFlip].p = 0;
   ops[AugmentOp::kResize].size = 40;
+  ops[AugmentOp::kResize].interpolation = Interpolation::kNearest;
   ops[AugmentOp::kCenterCrop].size = 36;
   ops[AugmentOp::kColorJitter].jitter = {0.6, 1.4, 1, 1, 0.5, 1.5, -0.1, 0.1};
-  ops[AugmentOp::kAutoAugment].policy.family = AutoAugmentSpec::kRandomApply;
-  ops[AugmentOp::kAutoAugment].policy.entries = {{ImageOp::kPosterize, {4}, false, 0.3}};
+  AutoAugmentSpec& policy = ops[AugmentOp::kAutoAugment].policy;
+  policy.family = AutoAugmentSpec::kAutoAugment;
+  policy.interpolation = Resample::kBilinear;
+  policy.fill = {1, 2, 3};
+  policy.policy_size = 1;
+  policy.entries = {{ImageOp::kPosterize, {4}, false, 0.3}, {ImageOp::kRotate, {9.5}, true, 0.6}};
   ops[AugmentOp::kRandomCrop].size = 24;
-  ops[AugmentOp::kRandomCrop].padding = {4, 4, 4, 4};
-  ops[AugmentOp::kRandomAffine].affine.degrees_min = -10;
-  ops[AugmentOp::kRandomAffine].affine.degrees_max = 10;
+  ops[AugmentOp::kRandomCrop].padding = {4, 3, 2, 1};
+  ops[AugmentOp::kRandomCrop].pad_if_needed = true;
+  AugmentOp::Affine& affine = ops[AugmentOp::kRandomAffine].affine;
+  affine.degrees_min = -10;
+  affine.degrees_max = 10;
+  affine.has_translate = true;
+  affine.translate_x = 0.1;
+  affine.has_scale = true;
+  affine.scale_min = 0.5;
+  affine.scale_max = 2;
+  affine.shear_count = 4;
+  affine.shear = {-1, 1, -2, 2};
+  affine.has_center = true;
+  affine.center_y = 3;
+  ops[AugmentOp::kRandomAffine].fill = {7, 7, 7};
   ops[AugmentOp::kPad].padding = {1, 2, 3, 4};
   ops[AugmentOp::kPad].fill = {9, 8, 7};
   ops.push_back(ops[AugmentOp::kCenterCrop]);  // a pipeline ends in one size
+  return ops;
+}
+
+TEST(AugmentWire, EveryOpCrossesTheWireUnchanged) {
+  const std::vector<AugmentOp> ops = one_of_each();
   google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;
   for (const AugmentOp& op : ops) *wire.Add() = to_wire(op);
   const std::vector<AugmentOp> back = from_wire(wire);
   ASSERT_EQ(back.size(), ops.size());
   for (size_t k = 0; k < ops.size(); ++k) {
+    EXPECT_EQ(back[k].kind, ops[k].kind);
     EXPECT_EQ(back[k].describe(), ops[k].describe());
-    EXPECT_EQ(back[k].params(), ops[k].params());
+    EXPECT_EQ(to_wire(back[k]).SerializeAsString(), wire[int(k)].SerializeAsString()) << ops[k].describe();
   }
 }
 
-TEST(AugmentWire, AKindThisBuildDoesNotKnowIsRefusedByNumber) {
+TEST(AugmentWire, AbsentFieldsAreTorchvisionsDefaults) {
   google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;
-  wire.Add()->set_kind(static_cast<v1::AugmentOp::Kind>(99));
+  *wire.Add() = wire_from_json(R"({"random_resized_crop": {"size": 8}})");
+  *wire.Add() = wire_from_json(R"({"random_horizontal_flip": {}})");
+  *wire.Add() = wire_from_json(R"({"color_jitter": {"hue": {"min": -0.1, "max": 0.1}}})");
+  *wire.Add() = wire_from_json(R"({"random_affine": {"degrees": {"min": -5, "max": 5}}})");
+  const std::vector<AugmentOp> ops = from_wire(wire);
+  EXPECT_EQ(ops[0].describe(), "RandomResizedCrop(8, scale=(0.08, 1), ratio=(0.75, 1.33333))");
+  EXPECT_EQ(ops[1].describe(), "RandomHorizontalFlip(p=0.5)");
+  EXPECT_EQ(ops[2].describe(), "ColorJitter(hue=(-0.1, 0.1))");
+  EXPECT_EQ(ops[3].describe(), "RandomAffine(degrees=(-5, 5))") << "nearest, no translate, scale, shear or centre";
+}
+
+// What from_wire says of `json`, one op followed by a CenterCrop; "accepted" if it takes it.
+std::string refusal(const std::string& json) {
+  google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;
+  try {
+    *wire.Add() = wire_from_json(json);
+    *wire.Add() = wire_from_json(R"({"center_crop": {"size": 4}})");
+    from_wire(wire);
+    return "accepted";
+  } catch (const PrepError& e) {
+    return e.what();
+  }
+}
+
+TEST(AugmentWire, MalformedOpsAreRefusedNamingTheOpAndField) {
+  EXPECT_EQ(refusal(R"({"random_affine": {"degrees": {"min": 0, "max": 1}, "interpolation": "BICUBIC"}})"),
+            "RandomAffine: interpolation must be nearest or bilinear");
+  EXPECT_EQ(refusal(R"({"random_affine": {"rotation": true, "shear": [1, 2, 3]}})"),
+            "RandomRotation: shear takes 0, 2 or 4 values");
+  EXPECT_EQ(refusal(R"({"pad": {"fill": [1, 2]}})"), "Pad: fill takes 3 values, not 2");
+  EXPECT_EQ(refusal(R"({"random_crop": {"size": 4, "fill": [1, 2, 256]}})"),
+            "RandomCrop: fill values must be in 0..255, not 256");
+  EXPECT_EQ(refusal(R"({"auto_augment": {"interpolation": "BICUBIC", "entries": [{}]}})"),
+            "AutoAugment: interpolation must be nearest or bilinear");
+  EXPECT_EQ(refusal(R"({"auto_augment": {}})"), "TrivialAugmentWide: the op space is empty");
+  EXPECT_EQ(refusal(R"({"auto_augment": {"family": "AUTO_AUGMENT", "policy_size": 2, "entries": [{}]}})"),
+            "AutoAugment: the sub-policies must each have 2 ops");
+  EXPECT_EQ(refusal(R"({"resize": {"size": 9000}})"), "Resize: size must be in 1..8192, not 9000");
+  EXPECT_EQ(refusal(R"({"random_horizontal_flip": {"p": 2}})"), "RandomHorizontalFlip: p must be in [0, 1], not 2");
+  EXPECT_EQ(refusal(R"({"random_crop": {"size": 4}})"), "accepted");
+}
+
+TEST(AugmentWire, WhatIsNotAnOpIsRefusedWithTheParsersWords) {
+  EXPECT_NE(refusal(R"({"random_crop": {"size": -1}})").find("not an op"), std::string::npos);
+  EXPECT_NE(refusal(R"({"random_crop": {"colour": 1}})").find("colour"), std::string::npos) << "an unknown field";
+  EXPECT_NE(refusal(R"({"crop": {}})").find("crop"), std::string::npos) << "an unknown op";
+  EXPECT_NE(refusal("[1, 2]").find("not an op"), std::string::npos);
+  google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;
+  wire.Add();  // no op set: what a client of another protocol, or of a newer op, sends
   try {
     from_wire(wire);
-    FAIL() << "kind 99 was taken";
+    FAIL() << "an empty op was taken";
   } catch (const PrepError& e) {
-    EXPECT_STREQ(e.what(), "unknown op kind 99");
+    EXPECT_STREQ(e.what(), "an op this build does not know (no op message it reads is set)");
   }
 }
 

@@ -7,7 +7,7 @@
 
 namespace joader {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // The daemon sends a job at most this many batches that its client has not acknowledged: a
 // consumer that stops (a training loop in its val pass) then holds no more than these, and the

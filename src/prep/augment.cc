@@ -11,20 +11,6 @@ using namespace ops;
 
 std::string AugmentOp::describe() const { return family_of(*this).describe(*this); }
 
-std::vector<double> AugmentOp::params() const {
-  const OpFamily& family = family_of(*this);
-  return family.params ? family.params(*this) : std::vector<double>{};
-}
-
-void AugmentOp::set_params(const std::vector<double>& values) {
-  const OpFamily& family = family_of(*this);
-  if (family.set_params) {
-    family.set_params(*this, values);
-  } else if (!values.empty()) {
-    invalid(*this, "takes no extra values");
-  }
-}
-
 void validate_pipeline(const std::vector<AugmentOp>& ops) {
   if (ops.empty()) throw PrepError("an augmentation pipeline needs at least one op");
   for (const AugmentOp& op : ops) family_of(op).validate(op);

@@ -60,16 +60,9 @@ struct AugmentOp {
 
   // E.g. "RandomResizedCrop(224, scale=(0.08, 1), ratio=(0.75, 1.33333))".
   std::string describe() const;
+  // The protocol's form (proto/joader.proto's AugmentOp, one message per op family) is
+  // common/augment_wire.h's.
 
-  // The values the protocol (AugmentOp.params) and the Python binding carry beyond the common
-  // fields: an AutoAugment's policy (AutoAugmentSpec::encode), a RandomCrop's [left, top, right,
-  // bottom, pad_if_needed, fill0, fill1, fill2], a RandomResizedCrop's or Resize's
-  // [interpolation] unless bilinear, a RandomAffine's [rotation, degrees min, max, has_translate,
-  // translate x, y, has_scale, scale min, max, shear count, shear x4, interpolation, fill x3,
-  // has_center, center x, y]; empty for the other ops. set_params throws PrepError on a
-  // malformed list.
-  std::vector<double> params() const;
-  void set_params(const std::vector<double>& values);
 };
 
 struct CropBox {

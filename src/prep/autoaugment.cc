@@ -148,6 +148,8 @@ std::string AutoAugmentSpec::describe() const {
 void AutoAugmentSpec::validate() const {
   if (family > kRandomApply) throw PrepError("AutoAugment: unknown policy family " + std::to_string(family));
   if (entries.empty()) bad(*this, "the op space is empty");
+  if (entries.size() > 4096) bad(*this, "the op space holds at most 4096 ops");
+  if (policy_size > 16) bad(*this, "policy_size must be at most 16");
   if (interpolation != Resample::kNearest && interpolation != Resample::kBilinear) {
     bad(*this, "interpolation must be nearest or bilinear");
   }
@@ -158,6 +160,7 @@ void AutoAugmentSpec::validate() const {
   for (const Entry& e : entries) {
     if (static_cast<int>(e.op) >= kImageOpCount) bad(*this, "unknown op " + std::to_string(int(e.op)));
     if (!(e.p >= 0 && e.p <= 1)) bad(*this, std::string(image_op_name(e.op)) + ": p must be in [0, 1]");
+    if (e.magnitudes.size() > 1024) bad(*this, std::string(image_op_name(e.op)) + ": at most 1024 magnitudes");
     for (double m : e.magnitudes) {
       if (!std::isfinite(m)) bad(*this, std::string(image_op_name(e.op)) + ": magnitudes must be finite");
       if (e.op == ImageOp::kPosterize && !(m >= 0 && m < 9)) bad(*this, "Posterize: bits must be in 0..8");
@@ -173,52 +176,6 @@ void AutoAugmentSpec::validate() const {
       }
     }
   }
-}
-
-std::vector<double> AutoAugmentSpec::encode() const {
-  std::vector<double> out{double(family), double(num_ops), double(static_cast<int>(interpolation)),
-                          double(fill[0]), double(fill[1]), double(fill[2]), double(policy_size), double(entries.size())};
-  for (const Entry& e : entries) {
-    out.insert(out.end(), {double(static_cast<int>(e.op)), e.p, e.is_signed ? 1.0 : 0.0, double(e.magnitudes.size())});
-    out.insert(out.end(), e.magnitudes.begin(), e.magnitudes.end());
-  }
-  return out;
-}
-
-AutoAugmentSpec AutoAugmentSpec::decode(const std::vector<double>& params) {
-  size_t at = 0;
-  const auto take_int = [&](double lo, double hi, const char* what) {
-    if (at >= params.size()) throw PrepError(std::string("AutoAugment: the policy is cut short at ") + what);
-    const double v = params[at++];
-    if (!(v >= lo && v <= hi) || v != std::floor(v)) {
-      throw PrepError(std::string("AutoAugment: ") + what + " out of range");
-    }
-    return static_cast<uint32_t>(v);
-  };
-  AutoAugmentSpec spec;
-  spec.family = static_cast<Family>(take_int(0, kRandomApply, "family"));
-  spec.num_ops = take_int(0, 64, "num_ops");
-  const uint32_t interp = take_int(0, 2, "interpolation");
-  if (interp == 1) throw PrepError("AutoAugment: interpolation must be nearest or bilinear");
-  spec.interpolation = static_cast<Resample>(interp);
-  for (uint8_t& f : spec.fill) f = static_cast<uint8_t>(take_int(0, 255, "fill"));
-  spec.policy_size = take_int(1, 16, "policy size");
-  const uint32_t n = take_int(1, 4096, "op count");
-  for (uint32_t i = 0; i < n; ++i) {
-    Entry e;
-    e.op = static_cast<ImageOp>(take_int(0, kImageOpCount - 1, "op"));
-    if (at >= params.size()) throw PrepError("AutoAugment: the policy is cut short at p");
-    e.p = params[at++];
-    e.is_signed = take_int(0, 1, "signed") == 1;
-    const uint32_t count = take_int(0, 1024, "magnitude count");
-    if (params.size() - at < count) throw PrepError("AutoAugment: the policy is cut short at the magnitudes");
-    e.magnitudes.assign(params.begin() + at, params.begin() + at + count);
-    at += count;
-    spec.entries.push_back(std::move(e));
-  }
-  if (at != params.size()) throw PrepError("AutoAugment: trailing values after the policy");
-  spec.validate();
-  return spec;
 }
 
 }  // namespace joader

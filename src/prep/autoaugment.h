@@ -86,13 +86,6 @@ struct AutoAugmentSpec {
   std::string describe() const;
   // Throws PrepError naming the problem (an empty op space, a magnitude out of an op's range...).
   void validate() const;
-
-  // The flat form the Python binding and the protocol carry (AugmentOp.params):
-  // [family, num_ops, interpolation, fill0, fill1, fill2, policy_size, entry count, then per
-  //  entry: op, p, signed, magnitude count, magnitudes...]. decode() throws PrepError on a
-  // malformed list.
-  std::vector<double> encode() const;
-  static AutoAugmentSpec decode(const std::vector<double>& params);
 };
 
 // One applied op with its magnitude (already signed).

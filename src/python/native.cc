@@ -267,7 +267,7 @@ py::object add_dataset(Client& c, const std::string& name, const std::string& so
 std::unique_ptr<PyJob> open_job(Client& c, const std::string& dataset, const std::string& name,
                                 std::vector<uint32_t> ids, uint32_t batch_size, uint32_t epochs, uint32_t prefetch,
                                 bool drop_last, int64_t resume_epoch, std::vector<uint32_t> consumed,
-                                std::vector<OpTuple> augment, uint64_t augment_seed, unsigned augment_threads,
+                                std::vector<py::object> augment, uint64_t augment_seed, unsigned augment_threads,
                                 std::vector<std::string> python_augment, bool ordered) {
   std::vector<AugmentOp> ops = augment.empty() ? std::vector<AugmentOp>{} : checked_ops(augment);
   JobOptions o;
@@ -340,7 +340,7 @@ void define_client(py::module_& m) {
            })
       .def("open_job", &open_job, py::arg("dataset"), py::arg("name"), py::arg("ids"), py::arg("batch_size"),
            py::arg("epochs"), py::arg("prefetch"), py::arg("drop_last"), py::arg("resume_epoch"), py::arg("consumed"),
-           py::arg("augment") = std::vector<OpTuple>{}, py::arg("augment_seed") = 0, py::arg("augment_threads") = 1,
+           py::arg("augment") = std::vector<py::object>{}, py::arg("augment_seed") = 0, py::arg("augment_threads") = 1,
            py::arg("python_augment") = std::vector<std::string>{}, py::arg("ordered") = false);
 }
 
@@ -367,15 +367,16 @@ PYBIND11_MODULE(_native, m) {
   define_fork_hooks(m);
   // The socket a Client without one uses: $JOADER_SOCKET, else the per-user default.
   m.def("default_socket_path", [] { return default_socket_path(); });
-  m.def("check_augment", [](const std::vector<OpTuple>& augment) { return pipeline_output_size(checked_ops(augment)); });
-  // The native op families (prep/ops/list.h), in kind order: (torchvision's class, "keeps" |
-  // "fixes" | "resizes" the image's size).
+  m.def("check_augment",
+        [](const std::vector<py::object>& augment) { return pipeline_output_size(checked_ops(augment)); });
+  // The native op families (prep/ops/list.h), in kind order: (torchvision's class, the protocol's
+  // field for its message, "keeps" | "fixes" | "resizes" the image's size).
   m.def("op_families", [] {
-    std::vector<std::pair<std::string, std::string>> out;
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
     for (const OpFamily* f : op_families()) {
       const char* sizing = f->sizing == OpFamily::Sizing::kFixes ? "fixes"
                            : f->sizing == OpFamily::Sizing::kResizes ? "resizes" : "keeps";
-      out.emplace_back(f->name, sizing);
+      out.emplace_back(f->name, wire_field(AugmentOp::Kind(out.size())), sizing);
     }
     return out;
   });

@@ -9,32 +9,13 @@
 #include <pybind11/stl.h>
 
 #include "client/client.h"
+#include "common/augment_wire.h"
 
 namespace joader {
 namespace {
 
 ClientError invalid(const std::string& what) {
   return ClientError(grpc::StatusCode::INVALID_ARGUMENT, "augment: " + what);
-}
-
-AugmentOp to_op(const OpTuple& t) {
-  AugmentOp op;
-  int kind;
-  std::vector<double> values;
-  std::tie(kind, op.size, op.scale_min, op.scale_max, op.ratio_min, op.ratio_max, op.p, values) = t;
-  if (!v1::AugmentOp::Kind_IsValid(kind)) throw invalid("unknown op kind " + std::to_string(kind));
-  op.kind = static_cast<AugmentOp::Kind>(kind);
-  if (op.kind == AugmentOp::kColorJitter) {
-    if (values.size() != op.jitter.size()) throw invalid("ColorJitter needs 8 bounds");
-    std::copy(values.begin(), values.end(), op.jitter.begin());
-  } else {
-    try {
-      op.set_params(values);
-    } catch (const PrepError& e) {
-      throw invalid(e.what());
-    }
-  }
-  return op;
 }
 
 }  // namespace
@@ -94,15 +75,18 @@ BatchFormat batch_format(bool chw, const py::object& to_float, const py::object&
   return format;
 }
 
-std::vector<AugmentOp> checked_ops(const std::vector<OpTuple>& augment) {
-  std::vector<AugmentOp> ops;
-  for (const OpTuple& t : augment) ops.push_back(to_op(t));
+std::vector<AugmentOp> checked_ops(const std::vector<py::object>& augment) {
+  const py::object dumps = py::module_::import("json").attr("dumps");
+  google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;
   try {
-    validate_pipeline(ops);
+    for (const py::object& op : augment) {
+      *wire.Add() =
+          wire_from_json(py::isinstance<py::str>(op) ? op.cast<std::string>() : dumps(op).cast<std::string>());
+    }
+    return from_wire(wire);
   } catch (const PrepError& e) {
     throw invalid(e.what());
   }
-  return ops;
 }
 
 }  // namespace joader

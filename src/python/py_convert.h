@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <tuple>
 #include <vector>
 
 #include <pybind11/numpy.h>
@@ -36,12 +35,9 @@ std::optional<ErasingOp> erasing_from(const py::object& spec);
 // caller's to check (each says it in its own words), then BatchFormat::check.
 BatchFormat batch_format(bool chw, const py::object& to_float, const py::object& erase);
 
-// One op of joader.augment's native pipeline: (kind, size, scale_min, scale_max, ratio_min,
-// ratio_max, p, values), kind as v1::AugmentOp::Kind, values ColorJitter's 8 bounds, else
-// AugmentOp::params() (prep/augment.h).
-using OpTuple = std::tuple<int, uint32_t, double, double, double, double, double, std::vector<double>>;
-
-// The ops of a Python augmentation list, checked as a pipeline (validate_pipeline).
-std::vector<AugmentOp> checked_ops(const std::vector<OpTuple>& augment);
+// The ops of joader.augment's native pipeline, each the protocol's AugmentOp in its JSON form
+// (common/augment_wire.h's wire_from_json) as a dict or a str, checked as a pipeline
+// (validate_pipeline).
+std::vector<AugmentOp> checked_ops(const std::vector<py::object>& augment);
 
 }  // namespace joader

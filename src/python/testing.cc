@@ -20,6 +20,17 @@
 #include "python/py_convert.h"
 
 namespace joader {
+namespace {
+
+// One op of joader.augment's, checked: followed by a CenterCrop, as a pipeline must end in one size.
+AugmentOp checked_op(const py::object& op) {
+  py::dict size, crop;
+  size["size"] = 1;
+  crop["center_crop"] = size;
+  return checked_ops({op, crop})[0];
+}
+
+}  // namespace
 
 void define_testing(py::module_& m) {
   // For the law test of the tail's RandomErasing: n draws (erase, top, left, height, width) for
@@ -52,19 +63,19 @@ void define_testing(py::module_& m) {
       },
       py::arg("hwc"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"), py::arg("size"),
       py::arg("flip"), py::arg("interpolation") = 2);
-  // A native pipeline (joader.augment's op tuples, checked) on one image: what one delivery of
+  // A native pipeline (joader.augment's ops, checked) on one image: what one delivery of
   // `item` in `epoch` to a job with `seed` gets (augment()).
-  m.def("augment", [](const HwcArray& hwc, const std::vector<OpTuple>& ops, uint64_t seed, uint32_t epoch,
-                      uint32_t item) {
-    const std::vector<AugmentOp> checked = checked_ops(ops);
-    const Image img = image_of(hwc);
-    Image out;
-    {
-      py::gil_scoped_release nogil;
-      out = augment(img, checked, seed, epoch, item);
-    }
-    return array_of(out);
-  });
+  m.def("augment",
+        [](const HwcArray& hwc, const std::vector<py::object>& ops, uint64_t seed, uint32_t epoch, uint32_t item) {
+          const std::vector<AugmentOp> checked = checked_ops(ops);
+          const Image img = image_of(hwc);
+          Image out;
+          {
+            py::gil_scoped_release nogil;
+            out = augment(img, checked, seed, epoch, item);
+          }
+          return array_of(out);
+        });
   // One colour adjustment of prep/color.h ("brightness", "contrast", "saturation", "hue").
   m.def("adjust", [](const HwcArray& hwc, const std::string& which, double factor) {
     Image img = image_of(hwc);
@@ -95,10 +106,10 @@ void define_testing(py::module_& m) {
     }
     return array_of(img);
   });
-  // The ops an AutoAugment policy (AutoAugmentSpec::encode's form) applies to items 0..n-1 of
-  // (seed, epoch): per item a list of (op code, magnitude).
-  m.def("auto_augment_draws", [](const std::vector<double>& params, uint64_t seed, uint32_t epoch, uint32_t items) {
-    const AutoAugmentSpec spec = AutoAugmentSpec::decode(params);
+  // The ops an AutoAugment op (joader.augment's) applies to items 0..n-1 of (seed, epoch): per
+  // item a list of (op code, magnitude).
+  m.def("auto_augment_draws", [](const py::object& op, uint64_t seed, uint32_t epoch, uint32_t items) {
+    const AutoAugmentSpec spec = checked_op(op).policy;
     std::vector<std::vector<std::pair<int, double>>> out(items);
     for (uint32_t item = 0; item < items; ++item) {
       CounterRng rng(seed, epoch, item);
@@ -107,42 +118,34 @@ void define_testing(py::module_& m) {
     return out;
   });
   // RandomCrop's windows (top, left in the padded image) for items 0..n-1 of (seed, epoch 0) on a
-  // width×height image: [n, 2]. `params` as AugmentOp::params().
-  m.def("random_crop_draws", [](const std::vector<double>& params, uint32_t size, uint32_t width, uint32_t height,
-                                uint64_t seed, uint32_t items) {
-    AugmentOp op;
-    op.kind = AugmentOp::kRandomCrop;
-    op.size = size;
-    op.set_params(params);
-    py::array_t<int64_t> out({py::ssize_t(items), py::ssize_t(2)});
-    auto o = out.mutable_unchecked<2>();
-    for (uint32_t item = 0; item < items; ++item) {
-      const OpDraw d = draw_augment({op}, width, height, seed, 0, item)[0];
-      o(item, 0) = d.box.top;
-      o(item, 1) = d.box.left;
-    }
-    return out;
-  });
+  // width×height image: [n, 2]. `op` a RandomCrop op of joader.augment's.
+  m.def("random_crop_draws",
+        [](const py::object& random_crop, uint32_t width, uint32_t height, uint64_t seed, uint32_t items) {
+          const AugmentOp op = checked_op(random_crop);
+          py::array_t<int64_t> out({py::ssize_t(items), py::ssize_t(2)});
+          auto o = out.mutable_unchecked<2>();
+          for (uint32_t item = 0; item < items; ++item) {
+            const OpDraw d = draw_augment({op}, width, height, seed, 0, item)[0];
+            o(item, 0) = d.box.top;
+            o(item, 1) = d.box.left;
+          }
+          return out;
+        });
   // RandomAffine's / RandomRotation's draws (angle, translate x, y, scale, shear x, y) for items
-  // 0..n-1 of (seed, epoch) on a width×height image: [n, 6]. `params` as AugmentOp::params().
-  m.def("affine_draws", [](const std::vector<double>& params, uint32_t width, uint32_t height, uint64_t seed,
-                           uint32_t epoch, uint32_t items) {
-    AugmentOp op;
-    op.kind = AugmentOp::kRandomAffine;
-    op.set_params(params);
-    AugmentOp crop;  // a pipeline must end in a size
-    crop.kind = AugmentOp::kCenterCrop;
-    crop.size = 1;
-    validate_pipeline({op, crop});
-    py::array_t<double> out({py::ssize_t(items), py::ssize_t(6)});
-    auto o = out.mutable_unchecked<2>();
-    for (uint32_t item = 0; item < items; ++item) {
-      const AffineParams p = draw_augment({op}, width, height, seed, epoch, item)[0].affine;
-      const double row[6] = {p.angle, p.translate_x, p.translate_y, p.scale, p.shear_x, p.shear_y};
-      for (int k = 0; k < 6; ++k) o(item, k) = row[k];
-    }
-    return out;
-  });
+  // 0..n-1 of (seed, epoch) on a width×height image: [n, 6]. `op` a RandomAffine op of
+  // joader.augment's.
+  m.def("affine_draws",
+        [](const py::object& affine, uint32_t width, uint32_t height, uint64_t seed, uint32_t epoch, uint32_t items) {
+          const AugmentOp op = checked_op(affine);
+          py::array_t<double> out({py::ssize_t(items), py::ssize_t(6)});
+          auto o = out.mutable_unchecked<2>();
+          for (uint32_t item = 0; item < items; ++item) {
+            const AffineParams p = draw_augment({op}, width, height, seed, epoch, item)[0].affine;
+            const double row[6] = {p.angle, p.translate_x, p.translate_y, p.scale, p.shear_x, p.shear_y};
+            for (int k = 0; k < 6; ++k) o(item, k) = row[k];
+          }
+          return out;
+        });
   // ColorJitter's draws (order, factors) for items 0..n-1 of (seed, epoch 0): [n, 8].
   m.def("jitter_draws", [](std::vector<double> bounds, uint64_t seed, uint32_t epoch, uint32_t items) {
     AugmentOp op;

@@ -261,11 +261,6 @@ std::string check_augment(const v1::Register& req, const Dataset& ds) {
   const std::string python =
       req.python_augment().empty() ? "" : fmt::format("in Python: {}", fmt::join(req.python_augment(), ", "));
   if (req.augment().empty()) return python;
-  for (const v1::AugmentOp& m : req.augment()) {
-    if (!v1::AugmentOp::Kind_IsValid(m.kind())) {
-      throw EngineError(EngineError::kInvalidArgument, fmt::format("augment: unknown op kind {}", m.kind()));
-    }
-  }
   if (ds.prep.raw) {
     throw EngineError(EngineError::kInvalidArgument,
                       fmt::format("augment needs a decoded dataset, and '{}' stores raw bytes: add one with a resize "

@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 
+#include "common/protocol.h"
 #include "joader.grpc.pb.h"
 
 namespace {
@@ -41,7 +42,7 @@ int print(const grpc::Status& s) {
 JobRequest make_register(const std::string& dataset, uint32_t batch) {
   JobRequest r;
   auto* reg = r.mutable_register_();
-  reg->set_protocol_version(1);
+  reg->set_protocol_version(joader::kProtocolVersion);
   reg->set_dataset(dataset);
   reg->set_batch_size(batch);
   reg->set_epochs(1);
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "long-dataset-name" || mode == "control-chars") {
     joader::v1::AddDatasetRequest req;
-    req.set_protocol_version(1);
+    req.set_protocol_version(joader::kProtocolVersion);
     req.set_name(mode == "control-chars" ? "two\nlines" : std::string(1 << 20, 'd'));
     req.set_source("synthetic:10");
     req.set_crop(8);

@@ -364,19 +364,20 @@ def test_a_native_color_jitter_gives_torchvisions_bytes_for_its_draws(client, ph
 
 
 def test_the_python_mapping_the_native_op_table_and_the_protocol_list_the_same_ops():
-    # An op is added in four places (its file in src/prep/ops/, the table's list, the protocol's
-    # AugmentOp.Kind, the Python mapping): all four must name the same ops with the same numbers.
+    # An op is added in four places (its file in src/prep/ops/, the table's list, its message in the
+    # protocol's AugmentOp, the Python mapping): all four must name the same ops in the same order.
     import joader.augment as A
     proto = open(os.path.join(os.path.dirname(__file__), "..", "..", "proto", "joader.proto")).read()
-    enum = re.search(r"message AugmentOp \{\s*enum Kind \{(.*?)\}", proto, re.S).group(1)
-    protocol = {int(number): name for name, number in re.findall(r"(\w+) = (\d+);", enum)}
-    table = [name for name, _ in _native.op_families()]
-    assert sorted(protocol) == list(range(len(table)))
-    for kind, name in enumerate(table):
-        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
-        assert protocol[kind] == snake, (kind, name)
-        assert getattr(A, snake) == kind, f"joader.augment.{snake} is not the table's kind {kind}"
-    assert dict(_native.op_families())["Resize"] == "resizes" and dict(_native.op_families())["CenterCrop"] == "fixes"
+    oneof = re.search(r"message AugmentOp \{.*?oneof op \{(.*?)\}", proto, re.S).group(1)
+    protocol = re.findall(r"(\w+) (\w+) = \d+;", oneof)  # (message, field)
+    table = _native.op_families()  # (class, field, sizing)
+    assert [(message, field) for message, field in protocol] == [(name, field) for name, field, _ in table]
+    for message, field in protocol:
+        assert field == re.sub(r"(?<!^)(?=[A-Z])", "_", message).lower(), "the field is the message's name"
+        assert re.search(rf"message {message} \{{", proto), f"the protocol defines AugmentOp.{message}"
+    assert {A.AUTO_AUGMENT, A.RANDOM_AFFINE, A.RANDOM_CROP} <= {field for _, field in protocol}
+    sizing = {name: how for name, _, how in table}
+    assert sizing["Resize"] == "resizes" and sizing["CenterCrop"] == "fixes"
 
 
 @pytest.mark.parametrize("padding,fill", [(3, 0), ((1, 2), 7), ((4, 0, 2, 5), (10, 200, 30)), ([0], 255)])

@@ -3,6 +3,7 @@ _apply_op byte for byte on real photos, each policy's law (TrivialAugmentWide, R
 AutoAugment) against the draws of torchvision's own forward(), and whole pipelines through the
 daemon equal to torchvision's ops for the draws Joader made."""
 import collections
+import copy
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from scipy import stats
 from torchvision.transforms import autoaugment as tv_autoaugment
 
 from joader import _native
-from joader.augment import AUTO_AUGMENT, IMAGE_OPS, plan
+from joader.augment import AUTO_AUGMENT, IMAGE_OPS, op_kind, plan
 from conftest import photo_imagefolder
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
@@ -82,9 +83,9 @@ def test_rotations_by_quarter_turns_and_odd_sizes_equal_pils():
 
 
 def native_op(transform, side=32):
-    """The AUTO_AUGMENT op tuple Joader plans for transform after a crop to side×side."""
+    """The AUTO_AUGMENT op Joader plans for transform after a crop to side×side."""
     ops = plan([T.RandomResizedCrop(side), transform]).native
-    assert len(ops) == 2 and ops[1][0] == AUTO_AUGMENT, "runs natively after a crop"
+    assert len(ops) == 2 and op_kind(ops[1]) == AUTO_AUGMENT, "runs natively after a crop"
     return ops[1]
 
 
@@ -110,7 +111,7 @@ def torchvision_draws(transform, n, side=32):
 
 
 def joader_draws(op, n, seed=3):
-    return [[(code, magnitude) for code, magnitude in d] for d in _native.testing.auto_augment_draws(op[7], seed, 0, n)]
+    return [[(code, magnitude) for code, magnitude in d] for d in _native.testing.auto_augment_draws(op, seed, 0, n)]
 
 
 def law_pvalues(ours, theirs):
@@ -156,18 +157,14 @@ def test_a_biased_policy_law_is_rejected():
     count would give) fails the op-choice test; so does one that never negates."""
     transform = T.TrivialAugmentWide()
     op = native_op(transform)
-    params = list(op[7])
-    identity = [IMAGE_OPS.index("Identity"), 1.0, 0.0, 0.0]
-    params[7] += 1
-    biased = params + identity
+    biased = copy.deepcopy(op)
+    biased[AUTO_AUGMENT]["entries"].append({"op": "IDENTITY", "p": 1.0})
     theirs = torchvision_draws(transform, N)
-    assert law_pvalues(joader_draws((*op[:7], tuple(biased)), N), theirs)[0] < ALPHA
-    unsigned = list(op[7])
-    at = 8
-    while at < len(unsigned):
-        unsigned[at + 2] = 0.0
-        at += 4 + int(unsigned[at + 3])
-    assert law_pvalues(joader_draws((*op[:7], tuple(unsigned)), N), theirs)[2] < ALPHA
+    assert law_pvalues(joader_draws(biased, N), theirs)[0] < ALPHA
+    unsigned = copy.deepcopy(op)
+    for entry in unsigned[AUTO_AUGMENT]["entries"]:
+        entry["is_signed"] = False
+    assert law_pvalues(joader_draws(unsigned, N), theirs)[2] < ALPHA
 
 
 def test_the_family_runs_natively_where_its_arguments_allow_and_in_python_otherwise():
@@ -181,7 +178,7 @@ def test_the_family_runs_natively_where_its_arguments_allow_and_in_python_otherw
     assert plan([T.Resize(40), T.RandAugment(), T.CenterCrop(32)]).summary() == \
         "Python: Resize, RandAugment, CenterCrop"
     fill = native_op(T.TrivialAugmentWide(fill=[1, 2, 3]))
-    assert tuple(fill[7][3:6]) == (1.0, 2.0, 3.0)
+    assert fill[AUTO_AUGMENT]["fill"] == [1, 2, 3]
 
 
 @pytest.fixture(scope="module")
@@ -213,8 +210,8 @@ def deliveries(client, photo_folder, transform):
 def test_a_dataloader_applies_the_policy_natively_with_torchvisions_pixels_for_its_draws(client, photo_folder, name):
     transform = POLICIES[name]()
     for image, img, op, epoch, i in deliveries(client, photo_folder, transform):
-        assert op[0] == AUTO_AUGMENT
-        for code, magnitude in _native.testing.auto_augment_draws(op[7], 9, epoch, i + 1)[i]:
+        assert op_kind(op) == AUTO_AUGMENT
+        for code, magnitude in _native.testing.auto_augment_draws(op, 9, epoch, i + 1)[i]:
             img = tv_autoaugment._apply_op(img, IMAGE_OPS[code], magnitude, transform.interpolation, None)
         assert torch.equal(image, F.pil_to_tensor(img)), (epoch, i)
 
@@ -302,7 +299,7 @@ def test_random_crop_gives_one_of_torchvisions_windows_at_a_uniform_position(cli
 def test_random_crop_windows_are_uniform_over_the_padded_image(width, height, kwargs):
     transform = T.RandomCrop(32, **kwargs)
     op = plan([transform]).native[0]
-    draws = _native.testing.random_crop_draws(list(op[7]), 32, width, height, 3, N)
+    draws = _native.testing.random_crop_draws(op, width, height, 3, N)
     img = F.pad(Image.new("RGB", (width, height)), transform.padding)
     w, h = img.size
     if w < 32:
@@ -367,7 +364,7 @@ def affine_pvalues(ours, theirs):
 def test_random_affine_and_rotation_draws_follow_torchvisions_law(name):
     transform = AFFINES[name]()
     op = plan([transform, T.CenterCrop(8)]).native[0]
-    ours = _native.testing.affine_draws(list(op[7]), 40, 30, 3, 0, N)
+    ours = _native.testing.affine_draws(op, 40, 30, 3, 0, N)
     p = affine_pvalues(ours, affine_draws_of_torchvision(transform, 40, 30, N))
     assert min(p) > ALPHA, p
 
@@ -375,10 +372,10 @@ def test_random_affine_and_rotation_draws_follow_torchvisions_law(name):
 def test_a_biased_affine_law_is_rejected():
     theirs = affine_draws_of_torchvision(AFFINES["affine"](), 40, 30, N)
     biased = T.RandomAffine(degrees=(-20, 35), translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-10, 10, -5, 5))
-    ours = _native.testing.affine_draws(list(plan([biased, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
+    ours = _native.testing.affine_draws(plan([biased, T.CenterCrop(8)]).native[0], 40, 30, 3, 0, N)
     assert affine_pvalues(ours, theirs)[0] < ALPHA
     narrower = T.RandomAffine(degrees=(-20, 30), translate=(0.1, 0.15), scale=(0.8, 1.2), shear=(-10, 10, -5, 5))
-    ours = _native.testing.affine_draws(list(plan([narrower, T.CenterCrop(8)]).native[0][7]), 40, 30, 3, 0, N)
+    ours = _native.testing.affine_draws(plan([narrower, T.CenterCrop(8)]).native[0], 40, 30, 3, 0, N)
     assert affine_pvalues(ours, theirs)[5] < ALPHA
 
 
@@ -391,7 +388,7 @@ def test_rotations_that_expand_run_in_python():
 def test_a_dataloader_applies_random_affine_natively_with_torchvisions_pixels(client, photo_folder, name):
     transform = AFFINES[name]()
     for image, img, op, epoch, i in deliveries(client, photo_folder, transform):
-        angle, tx, ty, scale, sx, sy = _native.testing.affine_draws(list(op[7]), 32, 32, 9, epoch, i + 1)[i]
+        angle, tx, ty, scale, sx, sy = _native.testing.affine_draws(op, 32, 32, 9, epoch, i + 1)[i]
         if isinstance(transform, T.RandomRotation):
             expected = F.rotate(img, angle, transform.interpolation, False, transform.center, transform.fill)
         else:

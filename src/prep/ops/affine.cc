@@ -1,6 +1,7 @@
 // RandomAffine(degrees, translate, scale, shear, interpolation, fill, center) and
 // RandomRotation(degrees, interpolation, expand=False, center, fill): get_params's law, then
 // F.affine / F.rotate on the PIL image (prep/pil/geometry.h: PIL's pixels).
+#include <algorithm>
 #include <cmath>
 
 #include "prep/autoaugment.h"
@@ -27,7 +28,8 @@ void validate(const AugmentOp& op) {
     if (!(a.scale_min >= 1e-3 && a.scale_max <= 1e3)) invalid(op, "scale values must be in [0.001, 1000]");
   }
   for (int k = 0; k < a.shear_count; k += 2) range(a.shear[k], a.shear[k + 1], "shear");
-  if (a.has_center && (std::fabs(a.center_x) > 1e6 || std::fabs(a.center_y) > 1e6)) invalid(op, "center out of range");
+  if (a.has_center && !(std::fabs(a.center_x) <= 1e6 && std::fabs(a.center_y) <= 1e6))
+    invalid(op, "center out of range");
 }
 
 std::string describe(const AugmentOp& op) {
@@ -47,64 +49,47 @@ std::string describe(const AugmentOp& op) {
   return text + ")";
 }
 
-// [rotation, degrees min, max, has_translate, translate x, y, has_scale, scale min, max, shear
-// count, shear x4, interpolation, fill x3, has_center, center x, y].
-std::vector<double> params(const AugmentOp& op) {
+void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
   const AugmentOp::Affine& a = op.affine;
-  return {a.rotation ? 1.0 : 0.0,
-          a.degrees_min,
-          a.degrees_max,
-          a.has_translate ? 1.0 : 0.0,
-          a.translate_x,
-          a.translate_y,
-          a.has_scale ? 1.0 : 0.0,
-          a.scale_min,
-          a.scale_max,
-          double(a.shear_count),
-          a.shear[0],
-          a.shear[1],
-          a.shear[2],
-          a.shear[3],
-          double(static_cast<int>(a.interpolation)),
-          double(op.fill[0]),
-          double(op.fill[1]),
-          double(op.fill[2]),
-          a.has_center ? 1.0 : 0.0,
-          a.center_x,
-          a.center_y};
+  v1::AugmentOp::RandomAffine& wire = *m.mutable_random_affine();
+  wire.set_rotation(a.rotation);
+  set_wire_range(a.degrees_min, a.degrees_max, wire.mutable_degrees());
+  if (a.has_translate) {
+    wire.mutable_translate()->set_x(a.translate_x);
+    wire.mutable_translate()->set_y(a.translate_y);
+  }
+  if (a.has_scale) set_wire_range(a.scale_min, a.scale_max, wire.mutable_scale());
+  wire.mutable_shear()->Add(a.shear.begin(), a.shear.begin() + a.shear_count);
+  wire.set_interpolation(wire_resample(a.interpolation));
+  set_wire_fill(op.fill, wire.mutable_fill());
+  if (a.has_center) {
+    wire.mutable_center()->set_x(a.center_x);
+    wire.mutable_center()->set_y(a.center_y);
+  }
 }
 
-void set_params(AugmentOp& op, const std::vector<double>& values) {
-  if (values.size() != 21) invalid(op, "needs 21 values (AugmentOp::params)");
-  for (double v : values) {
-    if (!std::isfinite(v)) invalid(op, "values must be finite");
-  }
-  const auto flag = [&](double v) {
-    if (v != 0 && v != 1) invalid(op, "a flag must be 0 or 1");
-    return v == 1;
-  };
+void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
+  const v1::AugmentOp::RandomAffine& wire = m.random_affine();
   AugmentOp::Affine& a = op.affine;
-  a.rotation = flag(values[0]);
-  a.degrees_min = values[1];
-  a.degrees_max = values[2];
-  a.has_translate = flag(values[3]);
-  a.translate_x = values[4];
-  a.translate_y = values[5];
-  a.has_scale = flag(values[6]);
-  a.scale_min = values[7];
-  a.scale_max = values[8];
-  if (values[9] != 0 && values[9] != 2 && values[9] != 4) invalid(op, "shear takes 0, 2 or 4 values");
-  a.shear_count = static_cast<int>(values[9]);
-  for (int k = 0; k < 4; ++k) a.shear[k] = values[10 + k];
-  if (values[14] != 0 && values[14] != 2) invalid(op, "interpolation must be nearest or bilinear");
-  a.interpolation = static_cast<Resample>(static_cast<int>(values[14]));
-  for (int k = 0; k < 3; ++k) {
-    if (!(values[15 + k] >= 0 && values[15 + k] <= 255)) invalid(op, "fill out of range");
-    op.fill[k] = static_cast<uint8_t>(values[15 + k]);
-  }
-  a.has_center = flag(values[18]);
-  a.center_x = values[19];
-  a.center_y = values[20];
+  a.rotation = wire.rotation();
+  a.degrees_min = wire.degrees().min();
+  a.degrees_max = wire.degrees().max();
+  a.has_translate = wire.has_translate();
+  a.translate_x = wire.translate().x();
+  a.translate_y = wire.translate().y();
+  a.has_scale = wire.has_scale();
+  a.scale_min = a.has_scale ? wire.scale().min() : 1;
+  a.scale_max = a.has_scale ? wire.scale().max() : 1;
+  const int shears = wire.shear_size();
+  if (shears != 0 && shears != 2 && shears != 4) invalid(op, "shear takes 0, 2 or 4 values");
+  a.shear_count = shears;
+  a.shear = {0, 0, 0, 0};
+  std::copy(wire.shear().begin(), wire.shear().end(), a.shear.begin());
+  a.interpolation = resample_of(op, wire.interpolation());
+  op.fill = fill_of(op, wire.fill());
+  a.has_center = wire.has_center();
+  a.center_x = wire.center().x();
+  a.center_y = wire.center().y();
 }
 
 // RandomAffine.get_params / RandomRotation.get_params, in their order.
@@ -144,8 +129,8 @@ extern const OpFamily kRandomAffineFamily{
     .name = "RandomAffine",
     .validate = validate,
     .describe = describe,
-    .params = params,
-    .set_params = set_params,
+    .to_wire = to_wire,
+    .from_wire = from_wire,
     .name_of = [](const AugmentOp& op) { return op.affine.rotation ? "RandomRotation" : "RandomAffine"; },
     .draw = draw,
     .apply = apply,

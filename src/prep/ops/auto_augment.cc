@@ -6,13 +6,55 @@
 namespace joader {
 
 using namespace ops;
+namespace {
+
+void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
+  const AutoAugmentSpec& spec = op.policy;
+  v1::AugmentOp::AutoAugment& wire = *m.mutable_auto_augment();
+  wire.set_family(static_cast<v1::AugmentOp::AutoAugment::Family>(spec.family));
+  wire.set_num_ops(spec.num_ops);
+  wire.set_interpolation(wire_resample(spec.interpolation));
+  set_wire_fill(spec.fill, wire.mutable_fill());
+  wire.set_policy_size(spec.policy_size);
+  for (const AutoAugmentSpec::Entry& e : spec.entries) {
+    v1::AugmentOp::AutoAugment::Entry& entry = *wire.add_entries();
+    entry.set_op(static_cast<v1::AugmentOp::AutoAugment::ImageOp>(e.op));
+    entry.set_p(e.p);
+    entry.set_is_signed(e.is_signed);
+    entry.mutable_magnitudes()->Add(e.magnitudes.begin(), e.magnitudes.end());
+  }
+}
+
+void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
+  const v1::AugmentOp::AutoAugment& wire = m.auto_augment();
+  AutoAugmentSpec& spec = op.policy;
+  if (!v1::AugmentOp::AutoAugment::Family_IsValid(wire.family())) invalid(op, "unknown policy family");
+  spec.family = static_cast<AutoAugmentSpec::Family>(wire.family());
+  spec.num_ops = wire.num_ops() == 0 ? 1 : wire.num_ops();
+  spec.interpolation = resample_of(op, wire.interpolation());
+  spec.fill = fill_of(op, wire.fill());
+  spec.policy_size = wire.policy_size() == 0 ? 2 : wire.policy_size();
+  spec.entries.clear();
+  for (const v1::AugmentOp::AutoAugment::Entry& entry : wire.entries()) {
+    if (!v1::AugmentOp::AutoAugment::ImageOp_IsValid(entry.op())) {
+      invalid(op, "unknown image op " + std::to_string(entry.op()));
+    }
+    AutoAugmentSpec::Entry& e = spec.entries.emplace_back();
+    e.op = static_cast<ImageOp>(entry.op());
+    e.p = entry.p();
+    e.is_signed = entry.is_signed();
+    e.magnitudes.assign(entry.magnitudes().begin(), entry.magnitudes().end());
+  }
+}
+
+}  // namespace
 
 extern const OpFamily kAutoAugmentFamily{
     .name = "AutoAugment",
     .validate = [](const AugmentOp& op) { op.policy.validate(); },
     .describe = [](const AugmentOp& op) { return op.policy.describe(); },
-    .params = [](const AugmentOp& op) { return op.policy.encode(); },
-    .set_params = [](AugmentOp& op, const std::vector<double>& values) { op.policy = AutoAugmentSpec::decode(values); },
+    .to_wire = to_wire,
+    .from_wire = from_wire,
     .draw = [](const AugmentOp& op, uint32_t&, uint32_t&, CounterRng& rng,
                OpDraw& draw) { draw.applied = draw_auto_augment(op.policy, rng); },
     .apply =

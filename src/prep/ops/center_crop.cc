@@ -27,6 +27,8 @@ extern const OpFamily kCenterCropFamily{
     .sizing = OpFamily::Sizing::kFixes,
     .validate = check_size,
     .describe = [](const AugmentOp& op) { return "CenterCrop(" + std::to_string(op.size) + ")"; },
+    .to_wire = [](const AugmentOp& op, v1::AugmentOp& m) { m.mutable_center_crop()->set_size(op.size); },
+    .from_wire = [](const v1::AugmentOp& m, AugmentOp& op) { op.size = m.center_crop().size(); },
     // torchvision would pad the smaller images with zeros, which a training job hardly wants.
     .refuses_input = [](const AugmentOp& op, uint32_t width, uint32_t height, const std::string& image,
                         const std::string& detail) -> std::string {

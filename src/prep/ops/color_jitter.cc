@@ -35,6 +35,35 @@ std::string describe(const AugmentOp& op) {
   return "ColorJitter(" + text + ")";
 }
 
+// Each property's range in its own field of the message (in kProperties' order), absent when the
+// property is not adjusted.
+using Jitter = v1::AugmentOp::ColorJitter;
+struct RangeField {
+  bool (Jitter::*has)() const;
+  const v1::AugmentOp::Range& (Jitter::*get)() const;
+  v1::AugmentOp::Range* (Jitter::*set)();
+};
+constexpr RangeField kFields[] = {{&Jitter::has_brightness, &Jitter::brightness, &Jitter::mutable_brightness},
+                                  {&Jitter::has_contrast, &Jitter::contrast, &Jitter::mutable_contrast},
+                                  {&Jitter::has_saturation, &Jitter::saturation, &Jitter::mutable_saturation},
+                                  {&Jitter::has_hue, &Jitter::hue, &Jitter::mutable_hue}};
+
+void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
+  v1::AugmentOp::ColorJitter& jitter = *m.mutable_color_jitter();
+  for (int k = 0; k < 4; ++k) {
+    if (op.jitters(k)) set_wire_range(op.jitter[2 * k], op.jitter[2 * k + 1], (jitter.*kFields[k].set)());
+  }
+}
+
+void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
+  const v1::AugmentOp::ColorJitter& jitter = m.color_jitter();
+  for (int k = 0; k < 4; ++k) {
+    if (!(jitter.*kFields[k].has)()) continue;
+    op.jitter[2 * k] = (jitter.*kFields[k].get)().min();
+    op.jitter[2 * k + 1] = (jitter.*kFields[k].get)().max();
+  }
+}
+
 // torch.randperm(4), then each present factor uniform in its range, as get_params draws.
 void draw(const AugmentOp& op, uint32_t&, uint32_t&, CounterRng& rng, OpDraw& d) {
   std::array<uint8_t, 4>& order = d.order;
@@ -75,6 +104,8 @@ extern const OpFamily kColorJitterFamily{
     .name = "ColorJitter",
     .validate = validate,
     .describe = describe,
+    .to_wire = to_wire,
+    .from_wire = from_wire,
     .draw = draw,
     .apply = [](const ImageView& in, Image& cur, const AugmentOp& op,
                 const OpDraw& d) { color_jitter(own(in, cur), op, d); },

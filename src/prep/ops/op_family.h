@@ -5,15 +5,17 @@
 // binding's reading of a ColorJitter's bounds, which travel apart from params, does).
 //
 // Adding an op: its file here (an OpFamily), its line in list.h (which makes its AugmentOp::Kind),
-// its kind in proto/joader.proto's AugmentOp.Kind (same number), its mapping from torchvision's
-// class in python/joader/augment.py; fields it needs beyond AugmentOp's go in prep/augment_op.h.
-// Tests check that the list, the protocol and the Python names agree.
+// its message in proto/joader.proto's AugmentOp (named as `name`, its field of `op` in list.h's
+// order), its mapping from torchvision's class in python/joader/augment.py; fields it needs beyond
+// AugmentOp's go in prep/augment_op.h. Tests check that the list, the protocol and the Python
+// names agree.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "joader.pb.h"
 #include "prep/augment_op.h"
 #include "prep/counter_rng.h"
 #include "prep/image_prep.h"
@@ -31,10 +33,12 @@ struct OpFamily {
   // Throws PrepError (invalid() below) naming what is wrong with the op's fields.
   void (*validate)(const AugmentOp& op) = nullptr;
   std::string (*describe)(const AugmentOp& op) = nullptr;
-  // The values the wire carries beyond AugmentOp's common fields (AugmentOp::params), and back
-  // (throws PrepError on a malformed list); null: none (set_params refuses any).
-  std::vector<double> (*params)(const AugmentOp& op) = nullptr;
-  void (*set_params)(AugmentOp& op, const std::vector<double>& values) = nullptr;
+  // The op as its message in the protocol's AugmentOp (setting its field of `op`), and back:
+  // from_wire reads the message's fields into op (whose kind is set) as they are, validate()
+  // judges their values; it throws PrepError (invalid()) only for what the struct cannot hold (an
+  // interpolation the op does not take, a fill that is not 3 bytes).
+  void (*to_wire)(const AugmentOp& op, v1::AugmentOp& m) = nullptr;
+  void (*from_wire)(const v1::AugmentOp& m, AugmentOp& op) = nullptr;
   // Optional: why the op, first in a pipeline, cannot take every image of a dataset whose
   // smallest is width×height ("" if it can): `image` names that image for the message ("the
   // smallest image 'train' stores"), `detail` says which it is ("item 3"; may be empty).
@@ -78,15 +82,23 @@ void check_size(const AugmentOp& op);                                     // siz
 std::string number(double v);                                             // %.6g
 // RandomCrop's and Pad's padding: each side at most kMaxAugmentSize.
 void check_padding(const AugmentOp& op);
-// A wire value that must be a whole number in [0, hi]; `what` names it in the error.
-double whole(const AugmentOp& op, double v, double hi, const char* what);
 // An op that makes a width×height image w×h: refused above PrepSpec's pixel limit, naming both.
 void check_pixels(const AugmentOp& op, uint64_t width, uint64_t height, uint64_t w, uint64_t h);
 std::string interpolation_text(Interpolation interpolation);  // ", interpolation=bicubic"; "" for bilinear
 ResizeFilter filter_of(Interpolation interpolation);
-// An interpolation on the wire: [code] unless bilinear (RandomResizedCrop's and Resize's params).
-std::vector<double> interpolation_params(const AugmentOp& op);
-void set_interpolation_params(AugmentOp& op, const std::vector<double>& values);
+
+// The wire's shared pieces. An interpolation of the resizing ops (DEFAULT: bilinear), and of the
+// geometric ones (nearest or bilinear; DEFAULT: nearest).
+v1::AugmentOp::Interpolation wire_interpolation(Interpolation interpolation);
+Interpolation interpolation_of(const AugmentOp& op, v1::AugmentOp::Interpolation wire);
+v1::AugmentOp::Interpolation wire_resample(Resample resample);
+Resample resample_of(const AugmentOp& op, v1::AugmentOp::Interpolation wire);
+// A fill: 3 values in 0..255, or none (black).
+void set_wire_fill(const std::array<uint8_t, 3>& fill, google::protobuf::RepeatedField<uint32_t>* wire);
+std::array<uint8_t, 3> fill_of(const AugmentOp& op, const google::protobuf::RepeatedField<uint32_t>& wire);
+void set_wire_range(double min, double max, v1::AugmentOp::Range* wire);
+void set_wire_padding(const std::array<uint32_t, 4>& padding, v1::AugmentOp::Padding* wire);
+std::array<uint32_t, 4> padding_of(const v1::AugmentOp::Padding& wire);
 ImageView view_of(const Image& img);
 Image copy_of(const ImageView& v);
 // cur as an image of its own holding `in` (a copy of in unless in already views cur).

@@ -17,17 +17,15 @@ std::string describe(const AugmentOp& op) {
          std::to_string(p[3]) + ")" + fill_text(op.fill) + ")";
 }
 
-// [left, top, right, bottom, fill x3].
-std::vector<double> params(const AugmentOp& op) {
-  const auto& p = op.padding;
-  return {double(p[0]),       double(p[1]),       double(p[2]),      double(p[3]),
-          double(op.fill[0]), double(op.fill[1]), double(op.fill[2])};
+void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
+  v1::AugmentOp::Pad& pad = *m.mutable_pad();
+  set_wire_padding(op.padding, pad.mutable_padding());
+  set_wire_fill(op.fill, pad.mutable_fill());
 }
 
-void set_params(AugmentOp& op, const std::vector<double>& values) {
-  if (values.size() != 7) invalid(op, "needs padding (4) and a fill of 3 values");
-  for (int k = 0; k < 4; ++k) op.padding[k] = static_cast<uint32_t>(whole(op, values[k], kMaxAugmentSize, "padding"));
-  for (int k = 0; k < 3; ++k) op.fill[k] = static_cast<uint8_t>(whole(op, values[4 + k], 255, "fill"));
+void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
+  op.padding = padding_of(m.pad().padding());
+  op.fill = fill_of(op, m.pad().fill());
 }
 
 void apply(const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw&) {
@@ -47,8 +45,8 @@ extern const OpFamily kPadFamily{
     .sizing = OpFamily::Sizing::kResizes,
     .validate = check_padding,
     .describe = describe,
-    .params = params,
-    .set_params = set_params,
+    .to_wire = to_wire,
+    .from_wire = from_wire,
     .draw =
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&, OpDraw&) {
           const uint64_t w = uint64_t{width} + op.padding[0] + op.padding[2];

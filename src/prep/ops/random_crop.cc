@@ -30,17 +30,20 @@ std::string describe(const AugmentOp& op) {
   return text + ")";
 }
 
-// [left, top, right, bottom, pad_if_needed, fill x3].
-std::vector<double> params(const AugmentOp& op) {
-  return {double(op.padding[0]),        double(op.padding[1]), double(op.padding[2]), double(op.padding[3]),
-          op.pad_if_needed ? 1.0 : 0.0, double(op.fill[0]),    double(op.fill[1]),    double(op.fill[2])};
+void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
+  v1::AugmentOp::RandomCrop& crop = *m.mutable_random_crop();
+  crop.set_size(op.size);
+  set_wire_padding(op.padding, crop.mutable_padding());
+  crop.set_pad_if_needed(op.pad_if_needed);
+  set_wire_fill(op.fill, crop.mutable_fill());
 }
 
-void set_params(AugmentOp& op, const std::vector<double>& values) {
-  if (values.size() != 8) invalid(op, "needs padding (4), pad_if_needed and a fill of 3 values");
-  for (int k = 0; k < 4; ++k) op.padding[k] = static_cast<uint32_t>(whole(op, values[k], kMaxAugmentSize, "padding"));
-  op.pad_if_needed = whole(op, values[4], 1, "pad_if_needed") == 1;
-  for (int k = 0; k < 3; ++k) op.fill[k] = static_cast<uint8_t>(whole(op, values[5 + k], 255, "fill"));
+void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
+  const v1::AugmentOp::RandomCrop& crop = m.random_crop();
+  op.size = crop.size();
+  op.padding = padding_of(crop.padding());
+  op.pad_if_needed = crop.pad_if_needed();
+  op.fill = fill_of(op, crop.fill());
 }
 
 void draw(const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng& rng, OpDraw& d) {
@@ -102,8 +105,8 @@ extern const OpFamily kRandomCropFamily{
     .sizing = OpFamily::Sizing::kFixes,
     .validate = validate,
     .describe = describe,
-    .params = params,
-    .set_params = set_params,
+    .to_wire = to_wire,
+    .from_wire = from_wire,
     // One that cannot pad enough would fail on such an image (as torchvision's does).
     .refuses_input = [](const AugmentOp& op, uint32_t width, uint32_t height, const std::string& image,
                         const std::string& detail) -> std::string {

@@ -24,7 +24,7 @@ const std::vector<const OpFamily*>& op_families() {
     // What the pipeline calls without asking: a family that lacks it is a bug of this build.
     for (const OpFamily* f : t) {
       const bool complete = f->name && f->validate && f->describe && f->apply && !f->streams == !f->stream &&
-                            !f->rows_read == !f->rows_from && !f->params == !f->set_params;
+                            !f->rows_read == !f->rows_from && f->to_wire && f->from_wire;
       if (!complete) throw std::logic_error(std::string("op family ") + (f->name ? f->name : "?") + " is incomplete");
     }
     return t;
@@ -57,11 +57,6 @@ void check_padding(const AugmentOp& op) {
   }
 }
 
-double whole(const AugmentOp& op, double v, double hi, const char* what) {
-  if (!(v >= 0 && v <= hi) || v != std::floor(v)) invalid(op, std::string(what) + " out of range");
-  return v;
-}
-
 void check_pixels(const AugmentOp& op, uint64_t width, uint64_t height, uint64_t w, uint64_t h) {
   const uint64_t limit = PrepSpec().max_pixels;
   if (w * h > limit) {
@@ -89,17 +84,72 @@ std::string interpolation_text(Interpolation interpolation) {
   return "";
 }
 
-std::vector<double> interpolation_params(const AugmentOp& op) {
-  return op.interpolation == Interpolation::kBilinear ? std::vector<double>{}
-                                                      : std::vector<double>{double(static_cast<int>(op.interpolation))};
+v1::AugmentOp::Interpolation wire_interpolation(Interpolation interpolation) {
+  switch (interpolation) {
+    case Interpolation::kNearest:
+      return v1::AugmentOp::NEAREST;
+    case Interpolation::kBicubic:
+      return v1::AugmentOp::BICUBIC;
+    case Interpolation::kBilinear:
+      break;
+  }
+  return v1::AugmentOp::BILINEAR;
 }
 
-void set_interpolation_params(AugmentOp& op, const std::vector<double>& values) {
-  if (values.size() > 1 || (values.size() == 1 && values[0] != 0 && values[0] != 2 && values[0] != 3)) {
-    invalid(op, "interpolation must be nearest (0), bilinear (2) or bicubic (3)");
+Interpolation interpolation_of(const AugmentOp& op, v1::AugmentOp::Interpolation wire) {
+  switch (wire) {
+    case v1::AugmentOp::NEAREST:
+      return Interpolation::kNearest;
+    case v1::AugmentOp::BICUBIC:
+      return Interpolation::kBicubic;
+    case v1::AugmentOp::DEFAULT:
+    case v1::AugmentOp::BILINEAR:
+      return Interpolation::kBilinear;
+    default:
+      invalid(op, "interpolation must be nearest, bilinear or bicubic");
   }
-  op.interpolation =
-      values.empty() ? Interpolation::kBilinear : static_cast<Interpolation>(static_cast<int>(values[0]));
+}
+
+v1::AugmentOp::Interpolation wire_resample(Resample resample) {
+  return resample == Resample::kBilinear ? v1::AugmentOp::BILINEAR : v1::AugmentOp::NEAREST;
+}
+
+Resample resample_of(const AugmentOp& op, v1::AugmentOp::Interpolation wire) {
+  if (wire == v1::AugmentOp::DEFAULT || wire == v1::AugmentOp::NEAREST) return Resample::kNearest;
+  if (wire != v1::AugmentOp::BILINEAR) invalid(op, "interpolation must be nearest or bilinear");
+  return Resample::kBilinear;
+}
+
+void set_wire_fill(const std::array<uint8_t, 3>& fill, google::protobuf::RepeatedField<uint32_t>* wire) {
+  wire->Clear();
+  if (fill != std::array<uint8_t, 3>{0, 0, 0}) wire->Add(fill.begin(), fill.end());
+}
+
+std::array<uint8_t, 3> fill_of(const AugmentOp& op, const google::protobuf::RepeatedField<uint32_t>& wire) {
+  std::array<uint8_t, 3> fill{0, 0, 0};
+  if (wire.empty()) return fill;
+  if (wire.size() != 3) invalid(op, "fill takes 3 values, not " + std::to_string(wire.size()));
+  for (int k = 0; k < 3; ++k) {
+    if (wire[k] > 255) invalid(op, "fill values must be in 0..255, not " + std::to_string(wire[k]));
+    fill[k] = static_cast<uint8_t>(wire[k]);
+  }
+  return fill;
+}
+
+void set_wire_range(double min, double max, v1::AugmentOp::Range* wire) {
+  wire->set_min(min);
+  wire->set_max(max);
+}
+
+void set_wire_padding(const std::array<uint32_t, 4>& padding, v1::AugmentOp::Padding* wire) {
+  wire->set_left(padding[0]);
+  wire->set_top(padding[1]);
+  wire->set_right(padding[2]);
+  wire->set_bottom(padding[3]);
+}
+
+std::array<uint32_t, 4> padding_of(const v1::AugmentOp::Padding& wire) {
+  return {wire.left(), wire.top(), wire.right(), wire.bottom()};
 }
 
 ResizeFilter filter_of(Interpolation interpolation) {

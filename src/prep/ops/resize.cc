@@ -38,8 +38,16 @@ extern const OpFamily kResizeFamily{
         [](const AugmentOp& op) {
           return "Resize(" + std::to_string(op.size) + interpolation_text(op.interpolation) + ")";
         },
-    .params = interpolation_params,
-    .set_params = set_interpolation_params,
+    .to_wire =
+        [](const AugmentOp& op, v1::AugmentOp& m) {
+          m.mutable_resize()->set_size(op.size);
+          m.mutable_resize()->set_interpolation(wire_interpolation(op.interpolation));
+        },
+    .from_wire =
+        [](const v1::AugmentOp& m, AugmentOp& op) {
+          op.size = m.resize().size();
+          op.interpolation = interpolation_of(op, m.resize().interpolation());
+        },
     .draw =
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&, OpDraw&) {
           const PrepSpec spec = resize_spec(op.size);

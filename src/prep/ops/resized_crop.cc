@@ -63,6 +63,28 @@ std::string describe(const AugmentOp& op) {
          interpolation_text(op.interpolation) + ")";
 }
 
+void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
+  v1::AugmentOp::RandomResizedCrop& crop = *m.mutable_random_resized_crop();
+  crop.set_size(op.size);
+  set_wire_range(op.scale_min, op.scale_max, crop.mutable_scale());
+  set_wire_range(op.ratio_min, op.ratio_max, crop.mutable_ratio());
+  crop.set_interpolation(wire_interpolation(op.interpolation));
+}
+
+void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
+  const v1::AugmentOp::RandomResizedCrop& crop = m.random_resized_crop();
+  op.size = crop.size();
+  if (crop.has_scale()) {
+    op.scale_min = crop.scale().min();
+    op.scale_max = crop.scale().max();
+  }
+  if (crop.has_ratio()) {
+    op.ratio_min = crop.ratio().min();
+    op.ratio_max = crop.ratio().max();
+  }
+  op.interpolation = interpolation_of(op, crop.interpolation());
+}
+
 }  // namespace
 
 CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp& op, CounterRng& rng) {
@@ -120,8 +142,8 @@ extern const OpFamily kRandomResizedCropFamily{
     .sizing = OpFamily::Sizing::kFixes,
     .validate = validate,
     .describe = describe,
-    .params = interpolation_params,
-    .set_params = set_interpolation_params,
+    .to_wire = to_wire,
+    .from_wire = from_wire,
     .draw =
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng& rng, OpDraw& draw) {
           draw.box = random_resized_crop_box(width, height, op, rng);
