@@ -15,6 +15,7 @@
 #include <benchmark/benchmark.h>
 
 #include "client/layout.h"
+#include "common/augment_wire.h"
 #include "prep/augment.h"
 #include "image_files.h"
 #include "prep/image_prep.h"
@@ -71,14 +72,15 @@ void BM_Resize256_Crop224(benchmark::State& state, HorizontalPass pass) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// RandomResizedCrop(224) + RandomHorizontalFlip, torchvision's defaults.
+std::vector<AugmentOp> crop_and_flip() {
+  return ops_from_json({R"({"random_resized_crop": {"size": 224}})", R"({"random_horizontal_flip": {}})"});
+}
+
 void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
   std::vector<Image> decoded;
   for (size_t i = 0; i < std::min<size_t>(files().size(), 50); ++i) decoded.push_back(decode_image(files()[i], 1ull << 30));
-  AugmentOp crop, flip;
-  crop.kind = AugmentOp::kRandomResizedCrop;
-  crop.size = 224;
-  flip.kind = AugmentOp::kRandomHorizontalFlip;
-  const std::vector<AugmentOp> ops = {crop, flip};
+  const std::vector<AugmentOp> ops = crop_and_flip();
   uint32_t i = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(augment(decoded[i % decoded.size()], ops, 1, i / 50, i % 50));
@@ -93,11 +95,7 @@ void BM_Augment_RandomResizedCrop224_Flip(benchmark::State& state) {
 void BM_AugmentIntoBatch(benchmark::State& state, bool by_rows) {
   std::vector<Image> decoded;
   for (size_t i = 0; i < std::min<size_t>(files().size(), 50); ++i) decoded.push_back(decode_image(files()[i], 1ull << 30));
-  AugmentOp crop, flip;
-  crop.kind = AugmentOp::kRandomResizedCrop;
-  crop.size = 224;
-  flip.kind = AugmentOp::kRandomHorizontalFlip;
-  const std::vector<AugmentOp> ops = {crop, flip};
+  const std::vector<AugmentOp> ops = crop_and_flip();
   const size_t pixels = 224 * 224, n = 64;
   std::vector<uint8_t> batch(n * pixels * 3);
   uint32_t i = 0;

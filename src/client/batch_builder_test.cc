@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "client/layout.h"
+#include "common/augment_wire.h"
 #include "ipc/shared_arena.h"
 #include "joader.grpc.pb.h"
 
@@ -126,11 +127,8 @@ TEST_F(BatchBuilderOnAJob, StoredImagesComeAsTheFloatPlanesOfToTensorAndNormaliz
 
 TEST_F(BatchBuilderOnAJob, AnAugmentingJobGetsWhatAugmentMakesOfEachItemForItsSeedEpochAndId) {
   auto job = open(3);
-  AugmentOp crop, flip;
-  crop.kind = AugmentOp::kRandomResizedCrop;
-  crop.size = 4;
-  flip.kind = AugmentOp::kRandomHorizontalFlip;
-  const std::vector<AugmentOp> ops{crop, flip};
+  const std::vector<AugmentOp> ops =
+      ops_from_json({R"({"random_resized_crop": {"size": 4}})", R"({"random_horizontal_flip": {}})"});
   BatchBuilder builder(*job, ops, 42, 2);
   const BatchFormat format;  // uint8 NHWC
   Batch b;
@@ -146,10 +144,7 @@ TEST_F(BatchBuilderOnAJob, AnAugmentingJobGetsWhatAugmentMakesOfEachItemForItsSe
 
 TEST_F(BatchBuilderOnAJob, AnItemThatCannotBeAugmentedEndsTheJobWithDataLossNamingIt) {
   auto job = open(1, kItemBytes - 3);  // one pixel short of its image
-  AugmentOp crop;
-  crop.kind = AugmentOp::kCenterCrop;
-  crop.size = 4;
-  BatchBuilder builder(*job, {crop}, 1, 1);
+  BatchBuilder builder(*job, ops_from_json({R"({"center_crop": {"size": 4}})"}), 1, 1);
   Batch b;
   ASSERT_TRUE(job->next(&b));
   std::vector<uint8_t> batch(builder.elements(1, BatchFormat{}));

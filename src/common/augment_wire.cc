@@ -49,19 +49,26 @@ v1::AugmentOp to_wire(const AugmentOp& op) {
   return m;
 }
 
-std::vector<AugmentOp> from_wire(const google::protobuf::RepeatedPtrField<v1::AugmentOp>& ops) {
+AugmentOp op_from_wire(const v1::AugmentOp& m) {
   const WireTable& table = wire_table();
+  const auto it = table.kind_of.find(m.op_case());
+  if (it == table.kind_of.end()) throw PrepError("an op this build does not know (no op message it reads is set)");
+  AugmentOp op;
+  op.kind = it->second;
+  family_of(op).from_wire(m, op);
+  return op;
+}
+
+std::vector<AugmentOp> from_wire(const google::protobuf::RepeatedPtrField<v1::AugmentOp>& ops) {
   std::vector<AugmentOp> out;
-  for (const v1::AugmentOp& m : ops) {
-    const auto it = table.kind_of.find(m.op_case());
-    if (it == table.kind_of.end()) {
-      throw PrepError("an op this build does not know (no op message it reads is set)");
-    }
-    AugmentOp& op = out.emplace_back();
-    op.kind = it->second;
-    family_of(op).from_wire(m, op);
-  }
+  for (const v1::AugmentOp& m : ops) out.push_back(op_from_wire(m));
   validate_pipeline(out);
+  return out;
+}
+
+std::vector<AugmentOp> ops_from_json(const std::vector<std::string>& json) {
+  std::vector<AugmentOp> out;
+  for (const std::string& op : json) out.push_back(op_from_wire(wire_from_json(op)));
   return out;
 }
 

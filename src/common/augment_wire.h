@@ -23,6 +23,14 @@ v1::AugmentOp to_wire(const AugmentOp& op);
 // this build does not know).
 std::vector<AugmentOp> from_wire(const google::protobuf::RepeatedPtrField<v1::AugmentOp>& ops);
 
+// One op from its message, as its family reads it (not checked: validate_pipeline does that).
+// Throws PrepError for a message with no op this build knows.
+AugmentOp op_from_wire(const v1::AugmentOp& m);
+
+// Ops written as JSON (wire_from_json's form), each read as op_from_wire reads it: for C++
+// programs and tests that write a pipeline.
+std::vector<AugmentOp> ops_from_json(const std::vector<std::string>& json);
+
 // One op's message from protobuf's JSON form of it (field names as in the proto):
 // {"random_crop": {"size": 32, "padding": {"left": 4}}}, the form the Python package sends. Throws
 // PrepError with the parser's words for what is not such a message.

@@ -28,56 +28,39 @@ TEST(AugmentWire, TheProtocolHasOneMessagePerOpFamilyInTheTablesOrder) {
   EXPECT_EQ(image_ops->FindValueByNumber(int(ImageOp::kVerticalFlip))->name(), "VERTICAL_FLIP");
 }
 
-std::vector<AugmentOp> one_of_each() {
-  std::vector<AugmentOp> ops(op_families().size());
-  for (size_t k = 0; k < ops.size(); ++k) ops[k].kind = AugmentOp::Kind(k);
-  ops[AugmentOp::kRandomResizedCrop].size = 32;
-  ops[AugmentOp::kRandomResizedCrop].scale_min = 0.25;
-  ops[AugmentOp::kRandomResizedCrop].interpolation = Interpolation::kBicubic;
-  ops[AugmentOp::kRandomHorizontalFlip].p = 0;
-  ops[AugmentOp::kResize].size = 40;
-  ops[AugmentOp::kResize].interpolation = Interpolation::kNearest;
-  ops[AugmentOp::kCenterCrop].size = 36;
-  ops[AugmentOp::kColorJitter].jitter = {0.6, 1.4, 1, 1, 0.5, 1.5, -0.1, 0.1};
-  AutoAugmentSpec& policy = ops[AugmentOp::kAutoAugment].policy;
-  policy.family = AutoAugmentSpec::kAutoAugment;
-  policy.interpolation = Resample::kBilinear;
-  policy.fill = {1, 2, 3};
-  policy.policy_size = 1;
-  policy.entries = {{ImageOp::kPosterize, {4}, false, 0.3}, {ImageOp::kRotate, {9.5}, true, 0.6}};
-  ops[AugmentOp::kRandomCrop].size = 24;
-  ops[AugmentOp::kRandomCrop].padding = {4, 3, 2, 1};
-  ops[AugmentOp::kRandomCrop].pad_if_needed = true;
-  AugmentOp::Affine& affine = ops[AugmentOp::kRandomAffine].affine;
-  affine.degrees_min = -10;
-  affine.degrees_max = 10;
-  affine.has_translate = true;
-  affine.translate_x = 0.1;
-  affine.has_scale = true;
-  affine.scale_min = 0.5;
-  affine.scale_max = 2;
-  affine.shear_count = 4;
-  affine.shear = {-1, 1, -2, 2};
-  affine.has_center = true;
-  affine.center_y = 3;
-  ops[AugmentOp::kRandomAffine].fill = {7, 7, 7};
-  ops[AugmentOp::kPad].padding = {1, 2, 3, 4};
-  ops[AugmentOp::kPad].fill = {9, 8, 7};
-  ops.push_back(ops[AugmentOp::kCenterCrop]);  // a pipeline ends in one size
-  return ops;
-}
+// Each family's message with every field set away from its default, in the table's order, then a
+// CenterCrop (a pipeline ends in one size).
+const std::vector<std::string> kOneOfEach = {
+    R"({"random_resized_crop": {"size": 32, "scale": {"min": 0.25, "max": 1}, "ratio": {"min": 0.5, "max": 2},
+                               "interpolation": "BICUBIC"}})",
+    R"({"random_horizontal_flip": {"p": 0}})",
+    R"({"resize": {"size": 40, "interpolation": "NEAREST"}})",
+    R"({"center_crop": {"size": 36}})",
+    R"({"color_jitter": {"brightness": {"min": 0.6, "max": 1.4}, "saturation": {"min": 0.5, "max": 1.5},
+                         "hue": {"min": -0.1, "max": 0.1}}})",
+    R"({"auto_augment": {"family": "AUTO_AUGMENT", "num_ops": 1, "interpolation": "BILINEAR", "fill": [1, 2, 3], "policy_size": 1,
+                         "entries": [{"op": "POSTERIZE", "p": 0.3, "magnitudes": [4]},
+                                     {"op": "ROTATE", "p": 0.6, "is_signed": true, "magnitudes": [9.5]}]}})",
+    R"({"random_crop": {"size": 24, "padding": {"left": 4, "top": 3, "right": 2, "bottom": 1}, "pad_if_needed": true,
+                        "fill": [5, 6, 7]}})",
+    R"({"random_affine": {"degrees": {"min": -10, "max": 10}, "translate": {"x": 0.1}, "scale": {"min": 0.5, "max": 2},
+                          "shear": [-1, 1, -2, 2], "interpolation": "BILINEAR", "fill": [7, 7, 7],
+                          "center": {"y": 3}}})",
+    R"({"pad": {"padding": {"left": 1, "top": 2, "right": 3, "bottom": 4}, "fill": [9, 8, 7]}})",
+    R"({"center_crop": {"size": 36}})"};
 
 TEST(AugmentWire, EveryOpCrossesTheWireUnchanged) {
-  const std::vector<AugmentOp> ops = one_of_each();
   google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;
-  for (const AugmentOp& op : ops) *wire.Add() = to_wire(op);
-  const std::vector<AugmentOp> back = from_wire(wire);
-  ASSERT_EQ(back.size(), ops.size());
+  for (const std::string& json : kOneOfEach) *wire.Add() = wire_from_json(json);
+  const std::vector<AugmentOp> ops = from_wire(wire);
+  ASSERT_EQ(ops.size(), op_families().size() + 1);
   for (size_t k = 0; k < ops.size(); ++k) {
-    EXPECT_EQ(back[k].kind, ops[k].kind);
-    EXPECT_EQ(back[k].describe(), ops[k].describe());
-    EXPECT_EQ(to_wire(back[k]).SerializeAsString(), wire[int(k)].SerializeAsString()) << ops[k].describe();
+    EXPECT_EQ(ops[k].kind, k < op_families().size() ? AugmentOp::Kind(k) : AugmentOp::kCenterCrop);
+    EXPECT_EQ(to_wire(ops[k]).SerializeAsString(), wire[int(k)].SerializeAsString()) << ops[k].describe();
   }
+  EXPECT_EQ(ops[AugmentOp::kRandomAffine].describe(),
+            "RandomAffine(degrees=(-10, 10), translate=(0.1, 0), scale=(0.5, 2), shear=(-1, 1, -2, 2), "
+            "interpolation=bilinear, fill=(7, 7, 7), center=(0, 3))");
 }
 
 TEST(AugmentWire, AbsentFieldsAreTorchvisionsDefaults) {

@@ -20,7 +20,7 @@ void validate_pipeline(const std::vector<AugmentOp>& ops) {
 uint32_t pipeline_output_size(const std::vector<AugmentOp>& ops) {
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const OpFamily::Sizing sizing = family_of(*it).sizing;
-    if (sizing == OpFamily::Sizing::kFixes) return it->size;
+    if (sizing == OpFamily::Sizing::kFixes) return family_of(*it).fixed_size(*it);
     if (sizing == OpFamily::Sizing::kResizes) break;
   }
   throw PrepError(

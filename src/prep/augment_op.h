@@ -1,10 +1,12 @@
-// The per-item pipeline's data: an op as the client sends it and the daemon checks it (AugmentOp,
-// one struct with the fields of every op family), and what one delivery draws for it (OpDraw).
-// What each op does: prep/augment.h; each family's code: prep/ops/.
+// The per-item pipeline's data: an op (AugmentOp: its family's kind and that family's own
+// parameters, made from the protocol's message by the family, common/augment_wire.h) and what one
+// delivery draws for it (OpDraw). What each op does: prep/augment.h; each family's code and
+// parameters: prep/ops/.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,12 @@ inline constexpr uint32_t kMaxAugmentSize = 8192;
 // torchvision's InterpolationMode for RandomResizedCrop and Resize, as PIL's resampling codes.
 enum class Interpolation : uint8_t { kNearest = 0, kBilinear = 2, kBicubic = 3 };
 
+// An op family's parameters: each family defines its own type in its file (prep/ops/), made once
+// when the op is read and never changed after (the op's copies share it).
+struct OpParams {
+  virtual ~OpParams() = default;
+};
+
 struct AugmentOp {
   // The op families of prep/ops/list.h, in its order.
   enum Kind {
@@ -27,42 +35,16 @@ struct AugmentOp {
 #undef JOADER_OP_KIND
   };
   Kind kind = kCenterCrop;
-  uint32_t size = 0;                              // RandomResizedCrop, Resize, CenterCrop, RandomCrop
-  double scale_min = 0.08, scale_max = 1.0;       // RandomResizedCrop
-  double ratio_min = 3.0 / 4, ratio_max = 4.0 / 3;
-  double p = 0.5;                                 // RandomHorizontalFlip
-  Interpolation interpolation = Interpolation::kBilinear;  // RandomResizedCrop, Resize
-  // ColorJitter: (min, max) of brightness, contrast, saturation and hue, in that order.
-  std::array<double, 8> jitter{1, 1, 1, 1, 1, 1, 0, 0};
-  AutoAugmentSpec policy;                         // AutoAugment: TrivialAugmentWide, RandAugment, AutoAugment
-  // RandomCrop and Pad: padding (left, top, right, bottom), the constant fill; RandomCrop's
-  // pad_if_needed.
-  std::array<uint32_t, 4> padding{0, 0, 0, 0};
-  bool pad_if_needed = false;
-  std::array<uint8_t, 3> fill{0, 0, 0};                   // RandomCrop, Pad, RandomAffine
-  // RandomAffine (and RandomRotation, as `rotation`): torchvision's ranges, as given.
-  struct Affine {
-    bool rotation = false;  // RandomRotation: F.rotate (PIL's rotate); else F.affine
-    double degrees_min = 0, degrees_max = 0;
-    bool has_translate = false;
-    double translate_x = 0, translate_y = 0;  // fractions of the width and height
-    bool has_scale = false;
-    double scale_min = 1, scale_max = 1;
-    int shear_count = 0;  // 0, 2 (x) or 4 (x then y)
-    std::array<double, 4> shear{0, 0, 0, 0};
-    Resample interpolation = Resample::kNearest;
-    bool has_center = false;
-    double center_x = 0, center_y = 0;
-  } affine;
+  std::shared_ptr<const OpParams> params;
 
-  // Whether ColorJitter adjusts property k (0 brightness ... 3 hue): its range is not the centre.
-  bool jitters(int k) const;
+  // The parameters as the family's own type (its code's only: the kind says which it is).
+  template <class P>
+  const P& as() const {
+    return dynamic_cast<const P&>(*params);
+  }
 
   // E.g. "RandomResizedCrop(224, scale=(0.08, 1), ratio=(0.75, 1.33333))".
   std::string describe() const;
-  // The protocol's form (proto/joader.proto's AugmentOp, one message per op family) is
-  // common/augment_wire.h's.
-
 };
 
 struct CropBox {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/augment_wire.h"
+
 namespace joader {
 namespace {
 
@@ -26,19 +28,19 @@ Image gradient(uint32_t w, uint32_t h) {
   return img;
 }
 
-AugmentOp rrc(uint32_t size) {
-  AugmentOp op;
-  op.kind = AugmentOp::kRandomResizedCrop;
-  op.size = size;
-  return op;
+// An op as the protocol's JSON form writes it (common/augment_wire.h).
+AugmentOp op(const std::string& json) { return ops_from_json({json})[0]; }
+
+// RandomResizedCrop(size) with more fields of its message.
+AugmentOp rrc(uint32_t size, const std::string& more = "") {
+  return op(R"({"random_resized_crop": {"size": )" + std::to_string(size) + more + "}}");
 }
 
-AugmentOp op_of(AugmentOp::Kind kind, uint32_t size = 0) {
-  AugmentOp op;
-  op.kind = kind;
-  op.size = size;
-  return op;
+AugmentOp sized(const std::string& field, uint32_t size) {
+  return op(R"({")" + field + R"(": {"size": )" + std::to_string(size) + "}}");
 }
+
+const AugmentOp kFlip = op(R"({"random_horizontal_flip": {}})");
 
 TEST(CounterRng, DrawsDependOnlyOnSeedEpochAndItem) {
   CounterRng a(7, 2, 11), b(7, 2, 11), other_seed(8, 2, 11), other_epoch(7, 3, 11), other_item(7, 2, 12);
@@ -82,8 +84,7 @@ TEST(RandomResizedCrop, BoxesLieInsideTheImageAndCoverTheScaleRange) {
 TEST(RandomResizedCrop, FallsBackToTheClampedCentralCropLikeTorchvision) {
   // A 1000×10 strip: no box of 90-100 % of the area has an aspect ratio in [3/4, 4/3], so the ten
   // attempts fail and torchvision clamps: h = 10, w = round(10 * 4/3) = 13, centred.
-  AugmentOp op = rrc(8);
-  op.scale_min = 0.9;
+  const AugmentOp op = rrc(8, R"(, "scale": {"min": 0.9, "max": 1})");
   CounterRng rng(1, 0, 0);
   EXPECT_EQ(random_resized_crop_box(1000, 10, op, rng), (CropBox{0, 493, 10, 13}));
   CounterRng tall(1, 0, 0);
@@ -98,7 +99,7 @@ TEST(Augment, ResizeThenCenterCropIsTheDatasetPrepPipeline) {
   spec.crop = 32;
   std::vector<uint8_t> expected;
   resize_window(img, prep_geometry(spec, img.width, img.height), 32, 32, expected);
-  const Image out = augment(img, {op_of(AugmentOp::kResize, 40), op_of(AugmentOp::kCenterCrop, 32)}, 1, 0, 0);
+  const Image out = augment(img, {sized("resize", 40), sized("center_crop", 32)}, 1, 0, 0);
   EXPECT_EQ(out.width, 32u);
   EXPECT_EQ(out.rgb, expected);
 }
@@ -142,7 +143,7 @@ TEST(Augment, AFlipMirrorsEachRow) {
 
 TEST(Augment, SameKeySameCropsOtherEpochOtherCrops) {
   const Image img = gradient(120, 90);
-  const std::vector<AugmentOp> ops = {rrc(32), op_of(AugmentOp::kRandomHorizontalFlip)};
+  const std::vector<AugmentOp> ops = {rrc(32), kFlip};
   EXPECT_EQ(augment(img, ops, 5, 1, 9).rgb, augment(img, ops, 5, 1, 9).rgb);
   std::set<std::vector<uint8_t>> distinct;
   for (uint32_t epoch = 0; epoch < 8; ++epoch) distinct.insert(augment(img, ops, 5, epoch, 9).rgb);
@@ -169,20 +170,19 @@ TEST(Augment, RowsHandedOverAreTheImageAugmentGivesForEveryPipelineShape) {
   // Pipelines that end in a resample the rows come straight from (bilinear / bicubic crops, with
   // zero, one or two flips after), and ones computed whole first (nearest, a ColorJitter last, a
   // crop with ops before it, a CenterCrop).
-  AugmentOp bicubic = rrc(24), nearest = rrc(24), jitter = op_of(AugmentOp::kColorJitter);
-  bicubic.interpolation = Interpolation::kBicubic;
-  nearest.interpolation = Interpolation::kNearest;
-  jitter.jitter = {0.6, 1.4, 0.6, 1.4, 0.6, 1.4, -0.1, 0.1};
-  const AugmentOp flip = op_of(AugmentOp::kRandomHorizontalFlip);
-  const std::vector<std::vector<AugmentOp>> pipelines = {
-      {rrc(24)},
-      {rrc(24), flip},
-      {rrc(24), flip, flip},
-      {bicubic, flip},
-      {nearest, flip},
-      {rrc(24), flip, jitter},
-      {jitter, rrc(24), flip},
-      {op_of(AugmentOp::kResize, 30), op_of(AugmentOp::kCenterCrop, 24)}};
+  const AugmentOp bicubic = rrc(24, R"(, "interpolation": "BICUBIC")"),
+                  nearest = rrc(24, R"(, "interpolation": "NEAREST")");
+  const AugmentOp jitter = op(R"({"color_jitter": {"brightness": {"min": 0.6, "max": 1.4},
+      "contrast": {"min": 0.6, "max": 1.4}, "saturation": {"min": 0.6, "max": 1.4}, "hue": {"min": -0.1, "max": 0.1}}})");
+  const AugmentOp flip = kFlip;
+  const std::vector<std::vector<AugmentOp>> pipelines = {{rrc(24)},
+                                                         {rrc(24), flip},
+                                                         {rrc(24), flip, flip},
+                                                         {bicubic, flip},
+                                                         {nearest, flip},
+                                                         {rrc(24), flip, jitter},
+                                                         {jitter, rrc(24), flip},
+                                                         {sized("resize", 30), sized("center_crop", 24)}};
   const Image img = gradient(97, 61);
   for (size_t p = 0; p < pipelines.size(); ++p) {
     for (uint32_t item = 0; item < 20; ++item) {
@@ -222,52 +222,44 @@ TEST(Augment, BadPipelinesAreRefusedNamingTheOpAndField) {
   };
   EXPECT_EQ(message({rrc(0)}), "RandomResizedCrop: size must be in 1..8192, not 0");
   EXPECT_EQ(message({rrc(9000)}), "RandomResizedCrop: size must be in 1..8192, not 9000");
-  AugmentOp empty_scale = rrc(8);
-  empty_scale.scale_min = 0.5;
-  empty_scale.scale_max = 0.2;
+  const AugmentOp empty_scale = rrc(8, R"(, "scale": {"min": 0.5, "max": 0.2})");
   EXPECT_EQ(message({empty_scale}),
             "RandomResizedCrop: scale (0.5, 0.2) must be a non-empty range of positive fractions");
-  AugmentOp bad_ratio = rrc(8);
-  bad_ratio.ratio_min = 0;
+  const AugmentOp bad_ratio = rrc(8, R"(, "ratio": {"min": 0, "max": 1.3333333333333333})");
   EXPECT_EQ(message({bad_ratio}),
             "RandomResizedCrop: ratio (0, 1.33333) must be a non-empty range of positive aspect ratios");
-  AugmentOp flip = op_of(AugmentOp::kRandomHorizontalFlip);
-  flip.p = 1.5;
+  const AugmentOp flip = op(R"({"random_horizontal_flip": {"p": 1.5}})");
   EXPECT_EQ(message({rrc(8), flip}), "RandomHorizontalFlip: p must be in [0, 1], not 1.5");
-  EXPECT_NE(message({op_of(AugmentOp::kResize, 8)}).find("must end in a fixed size"), std::string::npos);
+  EXPECT_NE(message({sized("resize", 8)}).find("must end in a fixed size"), std::string::npos);
   EXPECT_NE(message({}).find("at least one op"), std::string::npos);
-  EXPECT_EQ(message({rrc(8), op_of(AugmentOp::kRandomHorizontalFlip)}), "accepted");
-  EXPECT_EQ(pipeline_output_size({op_of(AugmentOp::kResize, 40), op_of(AugmentOp::kCenterCrop, 32)}), 32u);
+  EXPECT_EQ(message({rrc(8), kFlip}), "accepted");
+  EXPECT_EQ(pipeline_output_size({sized("resize", 40), sized("center_crop", 32)}), 32u);
 }
 
 TEST(RandomAffine, BadRangesAreRefusedNamingTheTransformAndField) {
-  AugmentOp affine = op_of(AugmentOp::kRandomAffine);
-  affine.affine.rotation = true;  // RandomRotation
-  affine.affine.degrees_min = 5;
-  affine.affine.degrees_max = 1;
+  const AugmentOp backwards = op(R"({"random_affine": {"rotation": true, "degrees": {"min": 5, "max": 1}}})");
   try {
-    validate_pipeline({affine, op_of(AugmentOp::kCenterCrop, 8)});
+    validate_pipeline({backwards, sized("center_crop", 8)});
     ADD_FAILURE() << "accepted";
   } catch (const PrepError& e) {
     EXPECT_EQ(std::string(e.what()), "RandomRotation: degrees (5, 1) must be a range");
   }
-  affine.affine.degrees_max = 10;
-  affine.affine.interpolation = Resample::kBilinear;
-  validate_pipeline({affine, op_of(AugmentOp::kCenterCrop, 8)});
+  const AugmentOp affine =
+      op(R"({"random_affine": {"rotation": true, "degrees": {"min": 5, "max": 10}, "interpolation": "BILINEAR"}})");
+  validate_pipeline({affine, sized("center_crop", 8)});
   EXPECT_EQ(affine.describe(), "RandomRotation(degrees=(5, 10), interpolation=bilinear)");
   const AffineParams drawn = draw_augment({affine}, 20, 10, 1, 0, 3)[0].affine;
   EXPECT_GE(drawn.angle, 5);
   EXPECT_LT(drawn.angle, 10);
-  affine.affine.has_center = true;
-  affine.affine.center_x = std::nan("");
-  EXPECT_THROW(validate_pipeline({affine, op_of(AugmentOp::kCenterCrop, 8)}), PrepError) << "a NaN centre";
+  const AugmentOp far = op(R"({"random_affine": {"degrees": {"min": 5, "max": 10}, "center": {"x": 1e7}}})");
+  EXPECT_THROW(validate_pipeline({far, sized("center_crop", 8)}), PrepError) << "a centre out of range";
 }
 
 TEST(RandomCrop, PadsWithTheFillThenCropsTheDrawnWindow) {
   const Image img = gradient(6, 4);
-  AugmentOp crop = op_of(AugmentOp::kRandomCrop, 8);
-  crop.padding = {2, 3, 0, 1};  // left 2, top 3, right 0, bottom 1: 8×8 padded
-  crop.fill = {9, 8, 7};
+  // left 2, top 3, right 0, bottom 1: 8×8 padded
+  const AugmentOp crop =
+      op(R"({"random_crop": {"size": 8, "padding": {"left": 2, "top": 3, "bottom": 1}, "fill": [9, 8, 7]}})");
   validate_pipeline({crop});
   const Image out = random_crop(ImageView{img.rgb.data(), 6, 4, 18}, crop, CropBox{0, 0, 8, 8});
   ASSERT_EQ(out.width, 8u);
@@ -275,15 +267,14 @@ TEST(RandomCrop, PadsWithTheFillThenCropsTheDrawnWindow) {
   EXPECT_EQ(out.rgb[2], 7);
   EXPECT_EQ(0, std::memcmp(&out.rgb[(3 * 8 + 2) * 3], &img.rgb[0], 3)) << "the image sits at (left, top)";
   std::set<std::pair<int64_t, int64_t>> windows;
-  AugmentOp small = op_of(AugmentOp::kRandomCrop, 4);
+  const AugmentOp small = sized("random_crop", 4);
   for (uint32_t item = 0; item < 400; ++item) {
     const CropBox b = draw_augment({small}, 6, 4, 1, 0, item)[0].box;
     windows.emplace(b.top, b.left);
   }
   EXPECT_EQ(windows.size(), 3u) << "every left in 0..2, top 0";
-  EXPECT_THROW(draw_augment({op_of(AugmentOp::kRandomCrop, 5)}, 6, 4, 1, 0, 0), PrepError) << "4 rows < 5";
-  AugmentOp needed = op_of(AugmentOp::kRandomCrop, 5);
-  needed.pad_if_needed = true;
+  EXPECT_THROW(draw_augment({sized("random_crop", 5)}, 6, 4, 1, 0, 0), PrepError) << "4 rows < 5";
+  const AugmentOp needed = op(R"({"random_crop": {"size": 5, "pad_if_needed": true}})");
   EXPECT_EQ(random_crop_padding(needed, 6, 4).height, 6u) << "both sides padded by the missing row";
 }
 

@@ -22,6 +22,14 @@
 namespace joader {
 namespace {
 
+// The protocol's Range in its JSON form.
+py::dict range(double min, double max) {
+  py::dict r;
+  r["min"] = min;
+  r["max"] = max;
+  return r;
+}
+
 // One op of joader.augment's, checked: followed by a CenterCrop, as a pipeline must end in one size.
 AugmentOp checked_op(const py::object& op) {
   py::dict size, crop;
@@ -109,11 +117,11 @@ void define_testing(py::module_& m) {
   // The ops an AutoAugment op (joader.augment's) applies to items 0..n-1 of (seed, epoch): per
   // item a list of (op code, magnitude).
   m.def("auto_augment_draws", [](const py::object& op, uint64_t seed, uint32_t epoch, uint32_t items) {
-    const AutoAugmentSpec spec = checked_op(op).policy;
+    const AugmentOp policy = checked_op(op);
     std::vector<std::vector<std::pair<int, double>>> out(items);
     for (uint32_t item = 0; item < items; ++item) {
-      CounterRng rng(seed, epoch, item);
-      for (const AppliedOp& a : draw_auto_augment(spec, rng)) out[item].emplace_back(int(a.op), a.magnitude);
+      const std::vector<OpDraw> draws = draw_augment({policy}, 1, 1, seed, epoch, item);
+      for (const AppliedOp& a : draws[0].applied) out[item].emplace_back(int(a.op), a.magnitude);
     }
     return out;
   });
@@ -148,10 +156,12 @@ void define_testing(py::module_& m) {
         });
   // ColorJitter's draws (order, factors) for items 0..n-1 of (seed, epoch 0): [n, 8].
   m.def("jitter_draws", [](std::vector<double> bounds, uint64_t seed, uint32_t epoch, uint32_t items) {
-    AugmentOp op;
-    op.kind = AugmentOp::kColorJitter;
-    if (bounds.size() != op.jitter.size()) throw std::invalid_argument("8 bounds");
-    std::copy(bounds.begin(), bounds.end(), op.jitter.begin());
+    if (bounds.size() != 8) throw std::invalid_argument("8 bounds");
+    py::dict jitter, wire;
+    const char* const properties[] = {"brightness", "contrast", "saturation", "hue"};
+    for (int k = 0; k < 4; ++k) jitter[properties[k]] = range(bounds[2 * k], bounds[2 * k + 1]);
+    wire["color_jitter"] = jitter;
+    const AugmentOp op = checked_op(wire);
     py::array_t<double> out({py::ssize_t(items), py::ssize_t(8)});
     auto o = out.mutable_unchecked<2>();
     for (uint32_t item = 0; item < items; ++item) {
@@ -165,18 +175,18 @@ void define_testing(py::module_& m) {
   });
   m.def("draws", [](uint32_t width, uint32_t height, uint32_t size, std::pair<double, double> scale,
                     std::pair<double, double> ratio, double p, uint64_t seed, uint32_t epoch, uint32_t items) {
-    AugmentOp crop, flip;
-    crop.kind = AugmentOp::kRandomResizedCrop;
-    crop.size = size;
-    std::tie(crop.scale_min, crop.scale_max) = scale;
-    std::tie(crop.ratio_min, crop.ratio_max) = ratio;
-    flip.kind = AugmentOp::kRandomHorizontalFlip;
-    flip.p = p;
-    validate_pipeline({crop, flip});
+    py::dict crop, flip, crop_op, flip_op;
+    crop["size"] = size;
+    crop["scale"] = range(scale.first, scale.second);
+    crop["ratio"] = range(ratio.first, ratio.second);
+    crop_op["random_resized_crop"] = crop;
+    flip["p"] = p;
+    flip_op["random_horizontal_flip"] = flip;
+    const std::vector<AugmentOp> ops = checked_ops({crop_op, flip_op});
     py::array_t<int64_t> out({py::ssize_t(items), py::ssize_t(5)});  // top, left, height, width, flip
     auto o = out.mutable_unchecked<2>();
     for (uint32_t item = 0; item < items; ++item) {
-      const std::vector<OpDraw> d = draw_augment({crop, flip}, width, height, seed, epoch, item);
+      const std::vector<OpDraw> d = draw_augment(ops, width, height, seed, epoch, item);
       o(item, 0) = d[0].box.top;
       o(item, 1) = d[0].box.left;
       o(item, 2) = d[0].box.height;

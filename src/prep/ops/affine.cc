@@ -12,8 +12,26 @@ namespace joader {
 using namespace ops;
 namespace {
 
+// torchvision's ranges, as given.
+struct RandomAffineParams : OpParams {
+  bool rotation = false;  // RandomRotation: F.rotate (PIL's rotate); else F.affine
+  double degrees_min = 0, degrees_max = 0;
+  bool has_translate = false;
+  double translate_x = 0, translate_y = 0;  // fractions of the width and height
+  bool has_scale = false;
+  double scale_min = 1, scale_max = 1;
+  int shear_count = 0;  // 0, 2 (x) or 4 (x then y)
+  std::array<double, 4> shear{0, 0, 0, 0};
+  Resample interpolation = Resample::kNearest;
+  std::array<uint8_t, 3> fill{0, 0, 0};
+  bool has_center = false;
+  double center_x = 0, center_y = 0;
+};
+
+const RandomAffineParams& params_of(const AugmentOp& op) { return op.as<RandomAffineParams>(); }
+
 void validate(const AugmentOp& op) {
-  const AugmentOp::Affine& a = op.affine;
+  const RandomAffineParams& a = params_of(op);
   const auto range = [&](double lo, double hi, const char* what) {
     if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi) || std::fabs(lo) > 1e6 || std::fabs(hi) > 1e6) {
       invalid(op, std::string(what) + " (" + number(lo) + ", " + number(hi) + ") must be a range");
@@ -33,7 +51,7 @@ void validate(const AugmentOp& op) {
 }
 
 std::string describe(const AugmentOp& op) {
-  const AugmentOp::Affine& a = op.affine;
+  const RandomAffineParams& a = params_of(op);
   std::string text = std::string(a.rotation ? "RandomRotation" : "RandomAffine") + "(degrees=(" +
                      number(a.degrees_min) + ", " + number(a.degrees_max) + ")";
   if (a.has_translate) text += ", translate=(" + number(a.translate_x) + ", " + number(a.translate_y) + ")";
@@ -44,13 +62,13 @@ std::string describe(const AugmentOp& op) {
     text += ")";
   }
   if (a.interpolation == Resample::kBilinear) text += ", interpolation=bilinear";
-  text += fill_text(op.fill);
+  text += fill_text(a.fill);
   if (a.has_center) text += ", center=(" + number(a.center_x) + ", " + number(a.center_y) + ")";
   return text + ")";
 }
 
 void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
-  const AugmentOp::Affine& a = op.affine;
+  const RandomAffineParams& a = params_of(op);
   v1::AugmentOp::RandomAffine& wire = *m.mutable_random_affine();
   wire.set_rotation(a.rotation);
   set_wire_range(a.degrees_min, a.degrees_max, wire.mutable_degrees());
@@ -61,7 +79,7 @@ void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
   if (a.has_scale) set_wire_range(a.scale_min, a.scale_max, wire.mutable_scale());
   wire.mutable_shear()->Add(a.shear.begin(), a.shear.begin() + a.shear_count);
   wire.set_interpolation(wire_resample(a.interpolation));
-  set_wire_fill(op.fill, wire.mutable_fill());
+  set_wire_fill(a.fill, wire.mutable_fill());
   if (a.has_center) {
     wire.mutable_center()->set_x(a.center_x);
     wire.mutable_center()->set_y(a.center_y);
@@ -70,8 +88,10 @@ void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
 
 void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
   const v1::AugmentOp::RandomAffine& wire = m.random_affine();
-  AugmentOp::Affine& a = op.affine;
-  a.rotation = wire.rotation();
+  auto params = std::make_shared<RandomAffineParams>();
+  RandomAffineParams& a = *params;
+  a.rotation = wire.rotation();  // (first: the errors below name RandomRotation by it)
+  op.params = params;
   a.degrees_min = wire.degrees().min();
   a.degrees_max = wire.degrees().max();
   a.has_translate = wire.has_translate();
@@ -86,7 +106,7 @@ void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
   a.shear = {0, 0, 0, 0};
   std::copy(wire.shear().begin(), wire.shear().end(), a.shear.begin());
   a.interpolation = resample_of(op, wire.interpolation());
-  op.fill = fill_of(op, wire.fill());
+  a.fill = fill_of(op, wire.fill());
   a.has_center = wire.has_center();
   a.center_x = wire.center().x();
   a.center_y = wire.center().y();
@@ -94,7 +114,7 @@ void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
 
 // RandomAffine.get_params / RandomRotation.get_params, in their order.
 void draw(const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng& rng, OpDraw& d) {
-  const AugmentOp::Affine& a = op.affine;
+  const RandomAffineParams& a = params_of(op);
   AffineParams& p = d.affine;
   p.angle = rng.uniform(a.degrees_min, a.degrees_max);
   if (!a.rotation) {
@@ -114,12 +134,13 @@ void draw(const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng& rn
 
 void apply(const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw& d) {
   own(in, cur);
+  const RandomAffineParams& a = params_of(op);
   const AffineParams& p = d.affine;
-  if (op.affine.rotation) {
+  if (a.rotation) {
     const double center[2] = {p.center_x, p.center_y};
-    cur = rotate_pil(cur, p.angle, op.affine.interpolation, op.fill, p.has_center ? center : nullptr);
+    cur = rotate_pil(cur, p.angle, a.interpolation, a.fill, p.has_center ? center : nullptr);
   } else {
-    cur = affine_transform(cur, p, op.affine.interpolation, op.fill);
+    cur = affine_transform(cur, p, a.interpolation, a.fill);
   }
 }
 
@@ -131,7 +152,7 @@ extern const OpFamily kRandomAffineFamily{
     .describe = describe,
     .to_wire = to_wire,
     .from_wire = from_wire,
-    .name_of = [](const AugmentOp& op) { return op.affine.rotation ? "RandomRotation" : "RandomAffine"; },
+    .name_of = [](const AugmentOp& op) { return params_of(op).rotation ? "RandomRotation" : "RandomAffine"; },
     .draw = draw,
     .apply = apply,
 };

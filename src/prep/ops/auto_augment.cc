@@ -8,8 +8,14 @@ namespace joader {
 using namespace ops;
 namespace {
 
+struct AutoAugmentParams : OpParams {
+  AutoAugmentSpec policy;
+};
+
+const AutoAugmentSpec& policy_of(const AugmentOp& op) { return op.as<AutoAugmentParams>().policy; }
+
 void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
-  const AutoAugmentSpec& spec = op.policy;
+  const AutoAugmentSpec& spec = policy_of(op);
   v1::AugmentOp::AutoAugment& wire = *m.mutable_auto_augment();
   wire.set_family(static_cast<v1::AugmentOp::AutoAugment::Family>(spec.family));
   wire.set_num_ops(spec.num_ops);
@@ -27,7 +33,9 @@ void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
 
 void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
   const v1::AugmentOp::AutoAugment& wire = m.auto_augment();
-  AutoAugmentSpec& spec = op.policy;
+  auto p = std::make_shared<AutoAugmentParams>();
+  op.params = p;
+  AutoAugmentSpec& spec = p->policy;
   if (!v1::AugmentOp::AutoAugment::Family_IsValid(wire.family())) invalid(op, "unknown policy family");
   spec.family = static_cast<AutoAugmentSpec::Family>(wire.family());
   spec.num_ops = wire.num_ops() == 0 ? 1 : wire.num_ops();
@@ -51,17 +59,17 @@ void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
 
 extern const OpFamily kAutoAugmentFamily{
     .name = "AutoAugment",
-    .validate = [](const AugmentOp& op) { op.policy.validate(); },
-    .describe = [](const AugmentOp& op) { return op.policy.describe(); },
+    .validate = [](const AugmentOp& op) { policy_of(op).validate(); },
+    .describe = [](const AugmentOp& op) { return policy_of(op).describe(); },
     .to_wire = to_wire,
     .from_wire = from_wire,
     .draw = [](const AugmentOp& op, uint32_t&, uint32_t&, CounterRng& rng,
-               OpDraw& draw) { draw.applied = draw_auto_augment(op.policy, rng); },
+               OpDraw& draw) { draw.applied = draw_auto_augment(policy_of(op), rng); },
     .apply =
         [](const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw& draw) {
           own(in, cur);
           for (const AppliedOp& a : draw.applied)
-            apply_image_op(cur, a.op, a.magnitude, op.policy.interpolation, op.policy.fill);
+            apply_image_op(cur, a.op, a.magnitude, policy_of(op).interpolation, policy_of(op).fill);
         },
 };
 

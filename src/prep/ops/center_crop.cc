@@ -8,6 +8,12 @@ namespace joader {
 using namespace ops;
 namespace {
 
+struct CenterCropParams : OpParams {
+  uint32_t size = 0;
+};
+
+uint32_t size_of(const AugmentOp& op) { return op.as<CenterCropParams>().size; }
+
 Image center_crop(const ImageView& img, uint32_t size) {
   PrepGeometry g;
   g.resized_width = img.width;
@@ -25,22 +31,28 @@ Image center_crop(const ImageView& img, uint32_t size) {
 extern const OpFamily kCenterCropFamily{
     .name = "CenterCrop",
     .sizing = OpFamily::Sizing::kFixes,
-    .validate = check_size,
-    .describe = [](const AugmentOp& op) { return "CenterCrop(" + std::to_string(op.size) + ")"; },
-    .to_wire = [](const AugmentOp& op, v1::AugmentOp& m) { m.mutable_center_crop()->set_size(op.size); },
-    .from_wire = [](const v1::AugmentOp& m, AugmentOp& op) { op.size = m.center_crop().size(); },
+    .fixed_size = size_of,
+    .validate = [](const AugmentOp& op) { check_size(op, size_of(op)); },
+    .describe = [](const AugmentOp& op) { return "CenterCrop(" + std::to_string(size_of(op)) + ")"; },
+    .to_wire = [](const AugmentOp& op, v1::AugmentOp& m) { m.mutable_center_crop()->set_size(size_of(op)); },
+    .from_wire =
+        [](const v1::AugmentOp& m, AugmentOp& op) {
+          auto p = std::make_shared<CenterCropParams>();
+          p->size = m.center_crop().size();
+          op.params = p;
+        },
     // torchvision would pad the smaller images with zeros, which a training job hardly wants.
     .refuses_input = [](const AugmentOp& op, uint32_t width, uint32_t height, const std::string& image,
                         const std::string& detail) -> std::string {
-      if (op.size <= std::min(width, height)) return "";
-      return "CenterCrop(" + std::to_string(op.size) + ") is larger than " + image + " (" + std::to_string(width) +
-             "×" + std::to_string(height) + (detail.empty() ? "" : ", " + detail) +
-             "): put a Resize first or crop less";
+      const uint32_t size = size_of(op);
+      if (size <= std::min(width, height)) return "";
+      return "CenterCrop(" + std::to_string(size) + ") is larger than " + image + " (" + std::to_string(width) + "×" +
+             std::to_string(height) + (detail.empty() ? "" : ", " + detail) + "): put a Resize first or crop less";
     },
     .draw = [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&,
-               OpDraw&) { width = height = op.size; },
+               OpDraw&) { width = height = size_of(op); },
     .apply = [](const ImageView& in, Image& cur, const AugmentOp& op,
-                const OpDraw&) { cur = center_crop(in, op.size); },
+                const OpDraw&) { cur = center_crop(in, size_of(op)); },
 };
 
 }  // namespace joader

@@ -14,9 +14,22 @@ namespace {
 
 const char* const kProperties[] = {"brightness", "contrast", "saturation", "hue"};
 
+struct ColorJitterParams : OpParams {
+  // (min, max) of each of kProperties; at its centre ((1, 1); (0, 0) for hue) it is not adjusted.
+  std::array<double, 8> jitter{1, 1, 1, 1, 1, 1, 0, 0};
+
+  bool jitters(int k) const {
+    const double centre = k == 3 ? 0.0 : 1.0;
+    return !(jitter[2 * k] == centre && jitter[2 * k + 1] == centre);
+  }
+};
+
+const ColorJitterParams& params_of(const AugmentOp& op) { return op.as<ColorJitterParams>(); }
+
 void validate(const AugmentOp& op) {
+  const ColorJitterParams& p = params_of(op);
   for (int k = 0; k < 4; ++k) {
-    const double lo = op.jitter[2 * k], hi = op.jitter[2 * k + 1];
+    const double lo = p.jitter[2 * k], hi = p.jitter[2 * k + 1];
     const bool ok = k == 3 ? (lo >= -0.5 && lo <= hi && hi <= 0.5) : (lo >= 0 && lo <= hi && std::isfinite(hi));
     if (!ok) {
       invalid(op, std::string(kProperties[k]) + " (" + number(lo) + ", " + number(hi) + ") must be a range " +
@@ -26,11 +39,12 @@ void validate(const AugmentOp& op) {
 }
 
 std::string describe(const AugmentOp& op) {
+  const ColorJitterParams& p = params_of(op);
   std::string text;
   for (int k = 0; k < 4; ++k) {
-    if (!op.jitters(k)) continue;
-    text += std::string(text.empty() ? "" : ", ") + kProperties[k] + "=(" + number(op.jitter[2 * k]) + ", " +
-            number(op.jitter[2 * k + 1]) + ")";
+    if (!p.jitters(k)) continue;
+    text += std::string(text.empty() ? "" : ", ") + kProperties[k] + "=(" + number(p.jitter[2 * k]) + ", " +
+            number(p.jitter[2 * k + 1]) + ")";
   }
   return "ColorJitter(" + text + ")";
 }
@@ -49,40 +63,40 @@ constexpr RangeField kFields[] = {{&Jitter::has_brightness, &Jitter::brightness,
                                   {&Jitter::has_hue, &Jitter::hue, &Jitter::mutable_hue}};
 
 void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
+  const ColorJitterParams& p = params_of(op);
   v1::AugmentOp::ColorJitter& jitter = *m.mutable_color_jitter();
   for (int k = 0; k < 4; ++k) {
-    if (op.jitters(k)) set_wire_range(op.jitter[2 * k], op.jitter[2 * k + 1], (jitter.*kFields[k].set)());
+    if (p.jitters(k)) set_wire_range(p.jitter[2 * k], p.jitter[2 * k + 1], (jitter.*kFields[k].set)());
   }
 }
 
 void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
   const v1::AugmentOp::ColorJitter& jitter = m.color_jitter();
+  auto p = std::make_shared<ColorJitterParams>();
   for (int k = 0; k < 4; ++k) {
     if (!(jitter.*kFields[k].has)()) continue;
-    op.jitter[2 * k] = (jitter.*kFields[k].get)().min();
-    op.jitter[2 * k + 1] = (jitter.*kFields[k].get)().max();
+    p->jitter[2 * k] = (jitter.*kFields[k].get)().min();
+    p->jitter[2 * k + 1] = (jitter.*kFields[k].get)().max();
   }
+  op.params = p;
 }
 
 // torch.randperm(4), then each present factor uniform in its range, as get_params draws.
 void draw(const AugmentOp& op, uint32_t&, uint32_t&, CounterRng& rng, OpDraw& d) {
+  const ColorJitterParams& p = params_of(op);
   std::array<uint8_t, 4>& order = d.order;
   for (uint8_t k = 3; k > 0; --k) std::swap(order[k], order[rng.below(k + 1)]);
   for (int k = 0; k < 4; ++k) {
-    if (op.jitters(k)) d.factors[k] = rng.uniform(op.jitter[2 * k], op.jitter[2 * k + 1]);
+    if (p.jitters(k)) d.factors[k] = rng.uniform(p.jitter[2 * k], p.jitter[2 * k + 1]);
   }
 }
 
 }  // namespace
 
-bool AugmentOp::jitters(int k) const {
-  const double centre = k == 3 ? 0.0 : 1.0;
-  return !(jitter[2 * k] == centre && jitter[2 * k + 1] == centre);
-}
-
 void color_jitter(Image& img, const AugmentOp& op, const OpDraw& draw) {
+  const ColorJitterParams& p = params_of(op);
   for (uint8_t k : draw.order) {
-    if (!op.jitters(k)) continue;
+    if (!p.jitters(k)) continue;
     switch (k) {
       case 0:
         adjust_brightness(img, draw.factors[0]);

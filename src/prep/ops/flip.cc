@@ -4,21 +4,32 @@
 namespace joader {
 
 using namespace ops;
+namespace {
+
+struct FlipParams : OpParams {
+  double p = 0.5;
+};
+
+double p_of(const AugmentOp& op) { return op.as<FlipParams>().p; }
+
+}  // namespace
 
 extern const OpFamily kRandomHorizontalFlipFamily{
     .name = "RandomHorizontalFlip",
     .validate =
         [](const AugmentOp& op) {
-          if (!(op.p >= 0 && op.p <= 1)) invalid(op, "p must be in [0, 1], not " + number(op.p));
+          if (!(p_of(op) >= 0 && p_of(op) <= 1)) invalid(op, "p must be in [0, 1], not " + number(p_of(op)));
         },
-    .describe = [](const AugmentOp& op) { return "RandomHorizontalFlip(p=" + number(op.p) + ")"; },
-    .to_wire = [](const AugmentOp& op, v1::AugmentOp& m) { m.mutable_random_horizontal_flip()->set_p(op.p); },
+    .describe = [](const AugmentOp& op) { return "RandomHorizontalFlip(p=" + number(p_of(op)) + ")"; },
+    .to_wire = [](const AugmentOp& op, v1::AugmentOp& m) { m.mutable_random_horizontal_flip()->set_p(p_of(op)); },
     .from_wire =
         [](const v1::AugmentOp& m, AugmentOp& op) {
-          if (m.random_horizontal_flip().has_p()) op.p = m.random_horizontal_flip().p();
+          auto p = std::make_shared<FlipParams>();
+          if (m.random_horizontal_flip().has_p()) p->p = m.random_horizontal_flip().p();
+          op.params = p;
         },
     .draw = [](const AugmentOp& op, uint32_t&, uint32_t&, CounterRng& rng,
-               OpDraw& draw) { draw.flip = rng.uniform() < op.p; },
+               OpDraw& draw) { draw.flip = rng.uniform() < p_of(op); },
     .apply =
         [](const ImageView& in, Image& cur, const AugmentOp&, const OpDraw& draw) {
           own(in, cur);

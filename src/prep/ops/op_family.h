@@ -1,14 +1,14 @@
 // One family of the per-item pipeline's ops (prep/augment.h) behind one interface: how an op is
 // checked, described and carried on the wire, what it does to the image's size, what one delivery
 // draws for it and what it does with those draws. Every family is listed once, in ops/list.h; the
-// pipeline (prep/augment.cc) loops over that table and never asks an op's kind (only the
-// binding's reading of a ColorJitter's bounds, which travel apart from params, does).
+// pipeline (prep/augment.cc) and the wire's codec loop over that table and never ask an op's kind.
+// Each family's parameters are its own type (AugmentOp::params), which only its file reads.
 //
-// Adding an op: its file here (an OpFamily), its line in list.h (which makes its AugmentOp::Kind),
-// its message in proto/joader.proto's AugmentOp (named as `name`, its field of `op` in list.h's
-// order), its mapping from torchvision's class in python/joader/augment.py; fields it needs beyond
-// AugmentOp's go in prep/augment_op.h. Tests check that the list, the protocol and the Python
-// names agree.
+// Adding an op: its file here (an OpFamily and its parameters, a type derived from OpParams that
+// from_wire makes), its line in list.h (which makes its AugmentOp::Kind), its message in
+// proto/joader.proto's AugmentOp (named as `name`, its field of `op` in list.h's order), its
+// mapping from torchvision's class in python/joader/augment.py. Tests check that the list, the
+// protocol and the Python names agree.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +29,16 @@ struct OpFamily {
   // in one size has such an op after its last resize), or resizes it to a size that depends on it.
   enum class Sizing { kKeeps, kFixes, kResizes };
   Sizing sizing = Sizing::kKeeps;
+  // kFixes: the side of its output.
+  uint32_t (*fixed_size)(const AugmentOp& op) = nullptr;
 
   // Throws PrepError (invalid() below) naming what is wrong with the op's fields.
   void (*validate)(const AugmentOp& op) = nullptr;
   std::string (*describe)(const AugmentOp& op) = nullptr;
   // The op as its message in the protocol's AugmentOp (setting its field of `op`), and back:
-  // from_wire reads the message's fields into op (whose kind is set) as they are, validate()
-  // judges their values; it throws PrepError (invalid()) only for what the struct cannot hold (an
-  // interpolation the op does not take, a fill that is not 3 bytes).
+  // from_wire makes op.params (op.kind is set) from the message's fields as they are, validate()
+  // judges their values; it throws PrepError (invalid()) only for what the parameters cannot
+  // hold (an interpolation the op does not take, a fill that is not 3 bytes).
   void (*to_wire)(const AugmentOp& op, v1::AugmentOp& m) = nullptr;
   void (*from_wire)(const v1::AugmentOp& m, AugmentOp& op) = nullptr;
   // Optional: why the op, first in a pipeline, cannot take every image of a dataset whose
@@ -78,10 +80,11 @@ const std::vector<const OpFamily*>& op_families();
 namespace ops {
 
 [[noreturn]] void invalid(const AugmentOp& op, const std::string& what);  // PrepError "Name: what"
-void check_size(const AugmentOp& op);                                     // size in 1..kMaxAugmentSize
+void check_size(const AugmentOp& op, uint32_t size);                      // in 1..kMaxAugmentSize
 std::string number(double v);                                             // %.6g
 // RandomCrop's and Pad's padding: each side at most kMaxAugmentSize.
-void check_padding(const AugmentOp& op);
+void check_padding(const AugmentOp& op, const std::array<uint32_t, 4>& padding);
+std::string padding_text(const std::array<uint32_t, 4>& padding);  // "(left, top, right, bottom)"
 // An op that makes a width×height image w×h: refused above PrepSpec's pixel limit, naming both.
 void check_pixels(const AugmentOp& op, uint64_t width, uint64_t height, uint64_t w, uint64_t h);
 std::string interpolation_text(Interpolation interpolation);  // ", interpolation=bicubic"; "" for bilinear

@@ -11,26 +11,33 @@ using namespace ops;
 
 namespace {
 
+struct PadParams : OpParams {
+  std::array<uint32_t, 4> padding{0, 0, 0, 0};  // left, top, right, bottom
+  std::array<uint8_t, 3> fill{0, 0, 0};
+};
+
+const PadParams& params_of(const AugmentOp& op) { return op.as<PadParams>(); }
+
 std::string describe(const AugmentOp& op) {
-  const auto& p = op.padding;
-  return "Pad(padding=(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ", " + std::to_string(p[2]) + ", " +
-         std::to_string(p[3]) + ")" + fill_text(op.fill) + ")";
+  return "Pad(padding=" + padding_text(params_of(op).padding) + fill_text(params_of(op).fill) + ")";
 }
 
 void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
   v1::AugmentOp::Pad& pad = *m.mutable_pad();
-  set_wire_padding(op.padding, pad.mutable_padding());
-  set_wire_fill(op.fill, pad.mutable_fill());
+  set_wire_padding(params_of(op).padding, pad.mutable_padding());
+  set_wire_fill(params_of(op).fill, pad.mutable_fill());
 }
 
 void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
-  op.padding = padding_of(m.pad().padding());
-  op.fill = fill_of(op, m.pad().fill());
+  auto p = std::make_shared<PadParams>();
+  op.params = p;
+  p->padding = padding_of(m.pad().padding());
+  p->fill = fill_of(op, m.pad().fill());
 }
 
 void apply(const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw&) {
-  const auto& p = op.padding;
-  Image out = filled_image(in.width + p[0] + p[2], in.height + p[1] + p[3], op.fill);
+  const auto& p = params_of(op).padding;
+  Image out = filled_image(in.width + p[0] + p[2], in.height + p[1] + p[3], params_of(op).fill);
   for (uint32_t y = 0; y < in.height; ++y) {
     std::memcpy(&out.rgb[(size_t{p[1] + y} * out.width + p[0]) * 3], in.rgb + size_t{y} * in.stride,
                 size_t{in.width} * 3);
@@ -43,14 +50,15 @@ void apply(const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw&) 
 extern const OpFamily kPadFamily{
     .name = "Pad",
     .sizing = OpFamily::Sizing::kResizes,
-    .validate = check_padding,
+    .validate = [](const AugmentOp& op) { check_padding(op, params_of(op).padding); },
     .describe = describe,
     .to_wire = to_wire,
     .from_wire = from_wire,
     .draw =
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&, OpDraw&) {
-          const uint64_t w = uint64_t{width} + op.padding[0] + op.padding[2];
-          const uint64_t h = uint64_t{height} + op.padding[1] + op.padding[3];
+          const auto& p = params_of(op).padding;
+          const uint64_t w = uint64_t{width} + p[0] + p[2];
+          const uint64_t h = uint64_t{height} + p[1] + p[3];
           check_pixels(op, width, height, w, h);
           width = static_cast<uint32_t>(w);
           height = static_cast<uint32_t>(h);

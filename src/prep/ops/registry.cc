@@ -24,7 +24,8 @@ const std::vector<const OpFamily*>& op_families() {
     // What the pipeline calls without asking: a family that lacks it is a bug of this build.
     for (const OpFamily* f : t) {
       const bool complete = f->name && f->validate && f->describe && f->apply && !f->streams == !f->stream &&
-                            !f->rows_read == !f->rows_from && f->to_wire && f->from_wire;
+                            !f->rows_read == !f->rows_from && f->to_wire && f->from_wire &&
+                            (f->sizing == OpFamily::Sizing::kFixes) == (f->fixed_size != nullptr);
       if (!complete) throw std::logic_error(std::string("op family ") + (f->name ? f->name : "?") + " is incomplete");
     }
     return t;
@@ -45,16 +46,25 @@ void invalid(const AugmentOp& op, const std::string& what) {
   throw PrepError(std::string(family.name_of ? family.name_of(op) : family.name) + ": " + what);
 }
 
-void check_size(const AugmentOp& op) {
-  if (op.size == 0 || op.size > kMaxAugmentSize) {
-    invalid(op, "size must be in 1.." + std::to_string(kMaxAugmentSize) + ", not " + std::to_string(op.size));
+void check_size(const AugmentOp& op, uint32_t size) {
+  if (size == 0 || size > kMaxAugmentSize) {
+    invalid(op, "size must be in 1.." + std::to_string(kMaxAugmentSize) + ", not " + std::to_string(size));
   }
 }
 
-void check_padding(const AugmentOp& op) {
-  for (uint32_t pad : op.padding) {
+void check_padding(const AugmentOp& op, const std::array<uint32_t, 4>& padding) {
+  for (uint32_t pad : padding) {
     if (pad > kMaxAugmentSize) invalid(op, "padding must be at most " + std::to_string(kMaxAugmentSize));
   }
+}
+
+std::string padding_text(const std::array<uint32_t, 4>& padding) {
+  std::string text = "(";
+  for (size_t k = 0; k < padding.size(); ++k) {
+    if (k > 0) text += ", ";
+    text += std::to_string(padding[k]);
+  }
+  return text + ")";
 }
 
 void check_pixels(const AugmentOp& op, uint64_t width, uint64_t height, uint64_t w, uint64_t h) {

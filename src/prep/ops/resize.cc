@@ -7,6 +7,11 @@ namespace joader {
 using namespace ops;
 namespace {
 
+struct ResizeParams : OpParams {
+  uint32_t size = 0;  // the shorter side's
+  Interpolation interpolation = Interpolation::kBilinear;
+};
+
 PrepSpec resize_spec(uint32_t size) {
   PrepSpec spec;
   spec.raw = false;
@@ -33,31 +38,37 @@ Image resize_shorter(const ImageView& img, uint32_t size, Interpolation interpol
 extern const OpFamily kResizeFamily{
     .name = "Resize",
     .sizing = OpFamily::Sizing::kResizes,
-    .validate = check_size,
+    .validate = [](const AugmentOp& op) { check_size(op, op.as<ResizeParams>().size); },
     .describe =
         [](const AugmentOp& op) {
-          return "Resize(" + std::to_string(op.size) + interpolation_text(op.interpolation) + ")";
+          const auto& p = op.as<ResizeParams>();
+          return "Resize(" + std::to_string(p.size) + interpolation_text(p.interpolation) + ")";
         },
     .to_wire =
         [](const AugmentOp& op, v1::AugmentOp& m) {
-          m.mutable_resize()->set_size(op.size);
-          m.mutable_resize()->set_interpolation(wire_interpolation(op.interpolation));
+          const auto& p = op.as<ResizeParams>();
+          m.mutable_resize()->set_size(p.size);
+          m.mutable_resize()->set_interpolation(wire_interpolation(p.interpolation));
         },
     .from_wire =
         [](const v1::AugmentOp& m, AugmentOp& op) {
-          op.size = m.resize().size();
-          op.interpolation = interpolation_of(op, m.resize().interpolation());
+          auto p = std::make_shared<ResizeParams>();
+          op.params = p;
+          p->size = m.resize().size();
+          p->interpolation = interpolation_of(op, m.resize().interpolation());
         },
     .draw =
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng&, OpDraw&) {
-          const PrepSpec spec = resize_spec(op.size);
-          const PrepGeometry g = prep_geometry(spec, width, height);
+          const PrepGeometry g = prep_geometry(resize_spec(op.as<ResizeParams>().size), width, height);
           check_pixels(op, width, height, g.resized_width, g.resized_height);
           width = static_cast<uint32_t>(g.resized_width);
           height = static_cast<uint32_t>(g.resized_height);
         },
-    .apply = [](const ImageView& in, Image& cur, const AugmentOp& op,
-                const OpDraw&) { cur = resize_shorter(in, op.size, op.interpolation); },
+    .apply =
+        [](const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw&) {
+          const auto& p = op.as<ResizeParams>();
+          cur = resize_shorter(in, p.size, p.interpolation);
+        },
 };
 
 }  // namespace joader

@@ -12,6 +12,15 @@ namespace joader {
 using namespace ops;
 namespace {
 
+struct ResizedCropParams : OpParams {
+  uint32_t size = 0;
+  double scale_min = 0.08, scale_max = 1.0;
+  double ratio_min = 3.0 / 4, ratio_max = 4.0 / 3;
+  Interpolation interpolation = Interpolation::kBilinear;
+};
+
+const ResizedCropParams& params_of(const AugmentOp& op) { return op.as<ResizedCropParams>(); }
+
 // The box of img as an image of its own, which is what PIL's crop gives resize to read whole.
 ImageView box_of(const ImageView& img, const CropBox& box) {
   if (box.top < 0 || box.left < 0 || box.width <= 0 || box.height <= 0 || box.top + box.height > img.height ||
@@ -46,48 +55,54 @@ class MirroredRows final : public RowSink {
 };
 
 void validate(const AugmentOp& op) {
-  check_size(op);
-  if (!(op.scale_min > 0) || !(op.scale_min <= op.scale_max) || !std::isfinite(op.scale_max)) {
-    invalid(op, "scale (" + number(op.scale_min) + ", " + number(op.scale_max) +
+  const ResizedCropParams& p = params_of(op);
+  check_size(op, p.size);
+  if (!(p.scale_min > 0) || !(p.scale_min <= p.scale_max) || !std::isfinite(p.scale_max)) {
+    invalid(op, "scale (" + number(p.scale_min) + ", " + number(p.scale_max) +
                     ") must be a non-empty range of positive fractions");
   }
-  if (!(op.ratio_min > 0) || !(op.ratio_min <= op.ratio_max) || !std::isfinite(op.ratio_max)) {
-    invalid(op, "ratio (" + number(op.ratio_min) + ", " + number(op.ratio_max) +
+  if (!(p.ratio_min > 0) || !(p.ratio_min <= p.ratio_max) || !std::isfinite(p.ratio_max)) {
+    invalid(op, "ratio (" + number(p.ratio_min) + ", " + number(p.ratio_max) +
                     ") must be a non-empty range of positive aspect ratios");
   }
 }
 
 std::string describe(const AugmentOp& op) {
-  return "RandomResizedCrop(" + std::to_string(op.size) + ", scale=(" + number(op.scale_min) + ", " +
-         number(op.scale_max) + "), ratio=(" + number(op.ratio_min) + ", " + number(op.ratio_max) + ")" +
-         interpolation_text(op.interpolation) + ")";
+  const ResizedCropParams& p = params_of(op);
+  return "RandomResizedCrop(" + std::to_string(p.size) + ", scale=(" + number(p.scale_min) + ", " +
+         number(p.scale_max) + "), ratio=(" + number(p.ratio_min) + ", " + number(p.ratio_max) + ")" +
+         interpolation_text(p.interpolation) + ")";
 }
 
 void to_wire(const AugmentOp& op, v1::AugmentOp& m) {
+  const ResizedCropParams& p = params_of(op);
   v1::AugmentOp::RandomResizedCrop& crop = *m.mutable_random_resized_crop();
-  crop.set_size(op.size);
-  set_wire_range(op.scale_min, op.scale_max, crop.mutable_scale());
-  set_wire_range(op.ratio_min, op.ratio_max, crop.mutable_ratio());
-  crop.set_interpolation(wire_interpolation(op.interpolation));
+  crop.set_size(p.size);
+  set_wire_range(p.scale_min, p.scale_max, crop.mutable_scale());
+  set_wire_range(p.ratio_min, p.ratio_max, crop.mutable_ratio());
+  crop.set_interpolation(wire_interpolation(p.interpolation));
 }
 
 void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
   const v1::AugmentOp::RandomResizedCrop& crop = m.random_resized_crop();
-  op.size = crop.size();
+  auto p = std::make_shared<ResizedCropParams>();
+  op.params = p;
+  p->size = crop.size();
   if (crop.has_scale()) {
-    op.scale_min = crop.scale().min();
-    op.scale_max = crop.scale().max();
+    p->scale_min = crop.scale().min();
+    p->scale_max = crop.scale().max();
   }
   if (crop.has_ratio()) {
-    op.ratio_min = crop.ratio().min();
-    op.ratio_max = crop.ratio().max();
+    p->ratio_min = crop.ratio().min();
+    p->ratio_max = crop.ratio().max();
   }
-  op.interpolation = interpolation_of(op, crop.interpolation());
+  p->interpolation = interpolation_of(op, crop.interpolation());
 }
 
 }  // namespace
 
-CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp& op, CounterRng& rng) {
+CropBox random_resized_crop_box(uint32_t width, uint32_t height, const AugmentOp& crop, CounterRng& rng) {
+  const ResizedCropParams& op = params_of(crop);
   const double area = double(width) * double(height);
   const double log_lo = std::log(op.ratio_min), log_hi = std::log(op.ratio_max);
   for (int attempt = 0; attempt < 10; ++attempt) {
@@ -140,6 +155,7 @@ Image resized_crop(const Image& img, const CropBox& box, uint32_t size, bool fli
 extern const OpFamily kRandomResizedCropFamily{
     .name = "RandomResizedCrop",
     .sizing = OpFamily::Sizing::kFixes,
+    .fixed_size = [](const AugmentOp& op) { return params_of(op).size; },
     .validate = validate,
     .describe = describe,
     .to_wire = to_wire,
@@ -147,21 +163,25 @@ extern const OpFamily kRandomResizedCropFamily{
     .draw =
         [](const AugmentOp& op, uint32_t& width, uint32_t& height, CounterRng& rng, OpDraw& draw) {
           draw.box = random_resized_crop_box(width, height, op, rng);
-          width = height = op.size;
+          width = height = params_of(op).size;
         },
-    .apply = [](const ImageView& in, Image& cur, const AugmentOp& op,
-                const OpDraw& draw) { cur = resized_crop(in, draw.box, op.size, false, op.interpolation); },
+    .apply =
+        [](const ImageView& in, Image& cur, const AugmentOp& op, const OpDraw& draw) {
+          const ResizedCropParams& p = params_of(op);
+          cur = resized_crop(in, draw.box, p.size, false, p.interpolation);
+        },
     // Bilinear and bicubic resample row by row (resize_window); PIL's nearest is computed whole.
-    .streams = [](const AugmentOp& op) { return op.interpolation != Interpolation::kNearest; },
+    .streams = [](const AugmentOp& op) { return params_of(op).interpolation != Interpolation::kNearest; },
     .stream =
         [](const ImageView& in, const AugmentOp& op, const OpDraw& draw, bool mirrored, RowSink& sink) {
+          const ResizedCropParams& p = params_of(op);
           const ImageView cropped = box_of(in, draw.box);
-          const PrepGeometry g = resized_to(op.size, op.interpolation);
+          const PrepGeometry g = resized_to(p.size, p.interpolation);
           if (mirrored) {
-            MirroredRows rows(sink, op.size);
-            resize_window(cropped, g, op.size, op.size, rows);
+            MirroredRows rows(sink, p.size);
+            resize_window(cropped, g, p.size, p.size, rows);
           } else {
-            resize_window(cropped, g, op.size, op.size, sink);
+            resize_window(cropped, g, p.size, p.size, sink);
           }
         },
     .rows_read =
