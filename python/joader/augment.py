@@ -15,6 +15,7 @@ Normalize (+ RandomErasing) is fused into the batch's write (_tensor_tail). Ever
 in Python, exactly as torchvision (or the user's code) runs it. torchvision is not imported: the objects are read by
 their class names and attributes.
 """
+import math
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -40,7 +41,19 @@ def op_kind(op):
 
 def _op(kind, **fields):
     """The native op of `kind` with these fields (None ones left out: the protocol's absent)."""
-    return {kind: {name: value for name, value in fields.items() if value is not None}}
+    return {kind: {name: _json_value(value) for name, value in fields.items() if value is not None}}
+
+
+def _json_value(value):
+    """value with its non-finite floats as protobuf's JSON writes them ("NaN", "Infinity"), so that
+    the native validation, not the parser, names the op and field that holds one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value
 
 
 def _range(pair):

@@ -76,6 +76,28 @@ TEST(AugmentWire, AbsentFieldsAreTorchvisionsDefaults) {
   EXPECT_EQ(ops[3].describe(), "RandomAffine(degrees=(-5, 5))") << "nearest, no translate, scale, shear or centre";
 }
 
+TEST(AugmentWire, AZeroIsKeptWhereItDiffersFromTheDefault) {
+  // RandAugment(num_ops=0) applies nothing; absent, num_ops is 1 and an entry's p is 1.
+  const auto applied = [](const std::string& fields) {
+    const std::vector<AugmentOp> ops =
+        ops_from_json({R"({"auto_augment": {"family": "RAND_AUGMENT", "entries": [{"op": "INVERT"}])" + fields + "}}"});
+    return draw_augment(ops, 8, 8, 1, 0, 0)[0].applied.size();
+  };
+  EXPECT_EQ(applied(R"(, "num_ops": 0)"), 0u);
+  EXPECT_EQ(applied(""), 1u);
+  EXPECT_EQ(applied(R"(, "num_ops": 3)"), 3u);
+  EXPECT_EQ(ops_from_json({R"({"random_horizontal_flip": {"p": 0}})"})[0].describe(), "RandomHorizontalFlip(p=0)");
+  const std::vector<AugmentOp> apply = ops_from_json(
+      {R"({"auto_augment": {"family": "RANDOM_APPLY", "policy_size": 1, "entries": [{"op": "INVERT"}]}})"});
+  EXPECT_EQ(draw_augment(apply, 8, 8, 1, 0, 0)[0].applied.size(), 1u) << "an entry's absent p is 1";
+}
+
+TEST(AugmentWire, AnOpWithoutItsFamilysParametersIsABugNotACrash) {
+  AugmentOp made_by_hand;
+  made_by_hand.kind = AugmentOp::kCenterCrop;
+  EXPECT_THROW(made_by_hand.describe(), std::logic_error);
+}
+
 // What from_wire says of `json`, one op followed by a CenterCrop; "accepted" if it takes it.
 std::string refusal(const std::string& json) {
   google::protobuf::RepeatedPtrField<v1::AugmentOp> wire;

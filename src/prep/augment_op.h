@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,10 +38,13 @@ struct AugmentOp {
   Kind kind = kCenterCrop;
   std::shared_ptr<const OpParams> params;
 
-  // The parameters as the family's own type (its code's only: the kind says which it is).
+  // The parameters as the family's own type (its code's only: the kind says which it is). An op
+  // made otherwise than by its family's from_wire has none: a bug, thrown as one.
   template <class P>
   const P& as() const {
-    return dynamic_cast<const P&>(*params);
+    const P* p = dynamic_cast<const P*>(params.get());
+    if (p == nullptr) throw std::logic_error("an augmentation op without its family's parameters");
+    return *p;
   }
 
   // E.g. "RandomResizedCrop(224, scale=(0.08, 1), ratio=(0.75, 1.33333))".

@@ -376,14 +376,28 @@ def test_the_python_mapping_the_native_op_table_and_the_protocol_list_the_same_o
         assert field == re.sub(r"(?<!^)(?=[A-Z])", "_", message).lower(), "the field is the message's name"
         assert re.search(rf"message {message} \{{", proto), f"the protocol defines AugmentOp.{message}"
     assert {A.AUTO_AUGMENT, A.RANDOM_AFFINE, A.RANDOM_CROP} <= {field for _, field in protocol}
+    image_ops = re.search(r"enum ImageOp \{(.*?)\}", proto, re.S).group(1)
+    assert [A._wire_name(name) for name in A.IMAGE_OPS] == re.findall(r"(\w+) = \d+;", image_ops), \
+        "joader.augment.IMAGE_OPS in the protocol's order"
     sizing = {name: how for name, _, how in table}
     assert sizing["Resize"] == "resizes" and sizing["CenterCrop"] == "fixes"
+
+
+def test_a_non_finite_or_negative_value_is_refused_naming_the_transform_and_field():
+    import joader
+    from joader.augment import plan
+    with pytest.raises(joader.JoaderError, match=re.escape("ColorJitter: brightness (0, inf) must be a range")):
+        plan([T.RandomResizedCrop(8), T.ColorJitter(brightness=(0, float("inf")))])
+    with pytest.raises(joader.JoaderError, match=re.escape("RandomHorizontalFlip: p must be in [0, 1], not nan")):
+        plan([T.RandomResizedCrop(8), T.RandomHorizontalFlip(p=float("nan"))])
+    with pytest.raises(joader.JoaderError, match=r"random_crop\.size.*-3"):
+        plan([T.RandomCrop(-3)])
 
 
 @pytest.mark.parametrize("padding,fill", [(3, 0), ((1, 2), 7), ((4, 0, 2, 5), (10, 200, 30)), ([0], 255)])
 def test_pad_runs_natively_with_torchvisions_pixels(photos, padding, fill):
     # Pad, added as the op table says an op is added (src/prep/ops/pad.cc, its line in list.h, the
-    # protocol's PAD, joader.augment's mapping): the same bytes as torchvision's on PIL images.
+    # protocol's AugmentOp.Pad, joader.augment's mapping): the same bytes as torchvision's on PIL images.
     from joader.augment import plan
     for n, pil in enumerate(photos[:8]):
         side = min(pil.size) + 2

@@ -188,7 +188,7 @@ def photo_folder(tmp_path_factory):
 
 def deliveries(client, photo_folder, transform):
     """[Resize(40), CenterCrop(32), transform, PILToTensor()] through a DataLoader (augment_seed 9,
-    two epochs): yields (the delivered tensor, the item's 32×32 PIL input, transform's op tuple,
+    two epochs): yields (the delivered tensor, the item's 32×32 PIL input, transform's native op,
     epoch, item) for every delivery, and checks that every item came in each epoch."""
     import joader.torch
     client.add_dataset("photos", source=f"imagefolder:{photo_folder}")

@@ -8,6 +8,12 @@ namespace joader {
 using namespace ops;
 namespace {
 
+// The policy families as the protocol numbers them.
+static_assert(int(AutoAugmentSpec::kTrivialAugmentWide) == v1::AugmentOp::AutoAugment::TRIVIAL_AUGMENT_WIDE &&
+              int(AutoAugmentSpec::kRandAugment) == v1::AugmentOp::AutoAugment::RAND_AUGMENT &&
+              int(AutoAugmentSpec::kAutoAugment) == v1::AugmentOp::AutoAugment::AUTO_AUGMENT &&
+              int(AutoAugmentSpec::kRandomApply) == v1::AugmentOp::AutoAugment::RANDOM_APPLY);
+
 struct AutoAugmentParams : OpParams {
   AutoAugmentSpec policy;
 };
@@ -38,10 +44,10 @@ void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
   AutoAugmentSpec& spec = p->policy;
   if (!v1::AugmentOp::AutoAugment::Family_IsValid(wire.family())) invalid(op, "unknown policy family");
   spec.family = static_cast<AutoAugmentSpec::Family>(wire.family());
-  spec.num_ops = wire.num_ops() == 0 ? 1 : wire.num_ops();
+  spec.num_ops = wire.has_num_ops() ? wire.num_ops() : 1;
   spec.interpolation = resample_of(op, wire.interpolation());
   spec.fill = fill_of(op, wire.fill());
-  spec.policy_size = wire.policy_size() == 0 ? 2 : wire.policy_size();
+  spec.policy_size = wire.has_policy_size() ? wire.policy_size() : 2;
   spec.entries.clear();
   for (const v1::AugmentOp::AutoAugment::Entry& entry : wire.entries()) {
     if (!v1::AugmentOp::AutoAugment::ImageOp_IsValid(entry.op())) {
@@ -49,7 +55,7 @@ void from_wire(const v1::AugmentOp& m, AugmentOp& op) {
     }
     AutoAugmentSpec::Entry& e = spec.entries.emplace_back();
     e.op = static_cast<ImageOp>(entry.op());
-    e.p = entry.p();
+    e.p = entry.has_p() ? entry.p() : 1.0;
     e.is_signed = entry.is_signed();
     e.magnitudes.assign(entry.magnitudes().begin(), entry.magnitudes().end());
   }

@@ -1,6 +1,6 @@
 // The per-item pipeline's op families: X(kind, the OpFamily defined in ops/<file>.cc). This list
 // makes AugmentOp::Kind (prep/augment_op.h) and the table (ops/registry.cc); proto/joader.proto's
-// AugmentOp.Kind numbers them alike (a test checks it).
+// AugmentOp lists their messages in its `op` oneof in the same order (AugmentWire tests check it).
 #pragma once
 
 #define JOADER_OP_FAMILIES(X)                           \
