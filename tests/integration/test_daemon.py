@@ -148,7 +148,12 @@ def test_a_killed_client_releases_its_pins_within_a_second(daemon):
         at, s = watch.wait_for(lambda s: "victim" not in [j["name"] for j in s["jobs"]], since=gone)
     finally:
         watch.close()
-    assert at - gone < 1.0, f"the killed job still held its place {at - gone:.2f} s after its death"
+    # The bound is the contract of a release build. A sanitizer build runs the daemon (and the
+    # status client that observes it) several times slower: beside two busy loops and other work,
+    # an ASan daemon once took 1.20 s here (fresh-clone run 8, 2026-12-07), so it gets twice the bound.
+    bound = 2.0 if os.environ.get("JOADER_SANITIZE") else 1.0
+    print(f"the killed job's place was released {at - gone:.3f} s after its death")
+    assert at - gone < bound, f"the killed job still held its place {at - gone:.2f} s after its death"
     survivors_queue = sum(j["queued"] for j in s["jobs"])
     assert s["pinned_bytes"] <= survivors_queue * 3072, s
     code, epochs, err = received(survivor)
