@@ -12,14 +12,18 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -56,9 +60,11 @@ std::string errno_text() { return std::strerror(errno); }
 struct Segment {
   std::string path;
   int fd = -1;
-  uint64_t size = 0;  // bytes of whole records (the end of the file, once cut)
+  int direct_fd = -1;  // the same file opened for reads that bypass the page cache; -1 where refused
+  uint64_t size = 0;   // bytes of whole records (the end of the file, once cut)
   ~Segment() {
     if (fd >= 0) ::close(fd);
+    if (direct_fd >= 0) ::close(direct_fd);
   }
 };
 
@@ -146,6 +152,48 @@ bool full_pread(int fd, void* buf, size_t n, uint64_t offset) {
   return true;
 }
 
+// Reads with O_DIRECT go through an aligned buffer of each reading thread: a record starts at any
+// byte, and the caller's memory is not aligned. 4096 covers every logical block size in use.
+constexpr size_t kDirectAlign = 4096;
+constexpr size_t kDirectChunk = size_t{1} << 20;  // the most one read asks for (a large record takes several)
+
+// Reads [offset, offset + n) of a file opened with O_DIRECT into the concatenation of `first`
+// (whose size may be 0) and `second`. False on an error (errno says which) or when the file ends
+// first.
+bool direct_pread(int fd, std::span<uint8_t> first, std::span<uint8_t> second, uint64_t offset) {
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<uint8_t, Free> bounce(
+      static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, kDirectChunk + kDirectAlign)));
+  if (!bounce) return false;
+  size_t done = 0;
+  const size_t n = first.size() + second.size();
+  while (done < n) {
+    const uint64_t at = offset + done, aligned = at & ~uint64_t{kDirectAlign - 1};
+    const size_t skip = size_t(at - aligned);
+    const size_t want = (skip + std::min(n - done, kDirectChunk) + kDirectAlign - 1) & ~(kDirectAlign - 1);
+    ssize_t got;
+    do got = ::pread(fd, bounce.get(), want, static_cast<off_t>(aligned));
+    while (got < 0 && errno == EINTR);
+    if (got >= 0 && got <= ssize_t(skip)) errno = ENODATA;  // the file ends before the bytes asked for
+    if (got <= ssize_t(skip)) return false;
+    const size_t take = std::min(n - done, size_t(got) - skip);
+    for (size_t k = 0; k < take;) {  // into `first`, then `second`
+      const size_t pos = done + k;
+      const std::span<uint8_t> to = pos < first.size() ? first.subspan(pos) : second.subspan(pos - first.size());
+      const size_t m = std::min(take - k, to.size());
+      std::memcpy(to.data(), bounce.get() + skip + k, m);
+      k += m;
+    }
+    done += take;
+  }
+  return true;
+}
+
+// Opens a segment for direct reads where the file system allows it (tmpfs before Linux 6.6 does not).
+int open_direct(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW); }
+
 // Writes all of `parts` at `offset`, going on after short writes. 0, or the errno of the write
 // that failed (a full disk's ENOSPC, EIO, a file size limit's EFBIG).
 int full_pwritev(int fd, iovec* parts, int count, uint64_t offset) {
@@ -176,6 +224,9 @@ void remove_all(const std::vector<std::string>& trash) {
 struct PreparedStore::State {
   Options options;
   int lock_fd = -1;
+  // Reads bypass the page cache: DIR's file system took O_DIRECT at opening, and no direct read
+  // has failed where a read through the page cache then succeeded (one such turns them off).
+  std::atomic<bool> direct{false};
 
   mutable Mutex mu;
   std::condition_variable changed;  // the queue grew or shrank, a write ended, or the writer should stop
@@ -235,6 +286,13 @@ struct PreparedStore::State {
     if (::ftruncate(lock_fd, 0) != 0 || ::pwrite(lock_fd, mine.data(), mine.size(), 0) != ssize_t(mine.size())) {
       // The pid is for people; the lock is what counts.
     }
+    // Reads bypass the page cache where they can: a tier is for data larger than memory, where the
+    // cache rarely holds a record again before it is evicted, and a direct read costs no copy
+    // into it and no readahead (BENCHMARKS.md, the disk tier).
+    if (const int probe = options.direct_reads ? open_direct(path) : -1; probe >= 0) {
+      direct.store(true);
+      ::close(probe);
+    }
     struct statfs fs;
     if (::statfs(options.dir.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
       log("warning: this folder is on tmpfs, which is memory, not disk: the items it keeps take RAM the arena "
@@ -252,6 +310,9 @@ struct PreparedStore::State {
       log(fmt::format("cannot open {}: {}; left out", path, errno_text()));
       return;
     }
+    // The scan reads one header per record, far apart: readahead would read most of the file.
+    ::posix_fadvise(seg->fd, 0, 0, POSIX_FADV_RANDOM);
+    if (direct.load()) seg->direct_fd = open_direct(path);
     const uint64_t end = uint64_t(st.st_size);
     uint64_t at = 0;
     while (at + sizeof(RecordHeader) <= end) {
@@ -265,6 +326,7 @@ struct PreparedStore::State {
       log(fmt::format("{}: a torn or corrupt record at byte {} of {}; the segment is cut there", path, at, end));
       if (::ftruncate(seg->fd, off_t(at)) != 0) log(fmt::format("cannot cut {}: {}", path, errno_text()));
     }
+    ::posix_fadvise(seg->fd, 0, 0, POSIX_FADV_NORMAL);  // reads through the page cache, as for new segments
     seg->size = at;
     space.bytes += at;
     space.segments.push_back(std::move(seg));
@@ -395,6 +457,7 @@ struct PreparedStore::State {
       fail(fmt::format("cannot create {}: {}", seg->path, errno_text()));
       return nullptr;
     }
+    if (direct.load()) seg->direct_fd = open_direct(seg->path);
     space.segments.push_back(seg);
     return seg;
   }
@@ -617,11 +680,42 @@ bool PreparedStore::read(Namespace ns, uint32_t item, std::span<uint8_t> out) {
     where = *found;
   }
   RecordHeader h;
-  const bool good = where.length == out.size() && full_pread(where.segment->fd, &h, sizeof h, where.offset) &&
-                    h.intact() && h.item == item && h.length == where.length &&
-                    full_pread(where.segment->fd, out.data(), out.size(), where.offset + sizeof h) &&
-                    XXH3_64bits(out.data(), out.size()) == h.payload_hash;
+  const auto intact = [&] {
+    return h.intact() && h.item == item && h.length == where.length &&
+           XXH3_64bits(out.data(), out.size()) == h.payload_hash;
+  };
+  const auto read_cached = [&] {
+    return full_pread(where.segment->fd, &h, sizeof h, where.offset) &&
+           full_pread(where.segment->fd, out.data(), out.size(), where.offset + sizeof h) && intact();
+  };
+  bool good = false;
+  std::string direct_off;  // why direct reads were turned off here, if they were
+  if (where.length == out.size()) {
+    const int direct_fd = state_->direct.load(std::memory_order_relaxed) ? where.segment->direct_fd : -1;
+    if (direct_fd < 0) {
+      good = read_cached();
+    } else {
+      const std::span<uint8_t> header(reinterpret_cast<uint8_t*>(&h), sizeof h);
+      const bool got = direct_pread(direct_fd, header, out, where.offset);
+      const int error = got ? 0 : errno;
+      good = got && intact();
+      // A direct read that fails or reads bytes that do not check is tried through the page cache
+      // before the record is called corrupt: a file system may take O_DIRECT at open and refuse
+      // this alignment, or serve direct reads apart from its cache. If that read is good, direct
+      // reads are off from then on, with one log line.
+      if (!good && read_cached()) {
+        good = true;
+        if (state_->direct.exchange(false)) {
+          direct_off = fmt::format("a direct read of {} failed ({}) where a read through the page cache did not: "
+                                   "reads go through the page cache from now on",
+                                   where.segment->path,
+                                   error != 0 ? std::strerror(error) : "its bytes differ from the page cache's");
+        }
+      }
+    }
+  }
   MutexLock lk(state_->mu);
+  if (!direct_off.empty()) state_->log(direct_off);
   if (good) {
     ++state_->stats.hits;
     return true;
@@ -689,6 +783,7 @@ PreparedStore::Stats PreparedStore::stats() const {
   out.bytes = state_->disk_bytes;
   out.admitting = state_->admitting();
   out.capacity = state_->options.capacity;
+  out.direct_reads = state_->direct.load();
   return out;
 }
 

@@ -15,11 +15,16 @@
 //                           shape, length, checksums) and the item's bytes
 //   trash-*                 a dropped namespace's folder, being deleted (removed at opening if left)
 // <namespace> is 16 hex digits (namespace_of()). Few large files, appended to, never rewritten; one
-// descriptor kept open per segment.
+// descriptor kept open per segment (two where reads bypass the page cache).
 //
 // Trust: DIR must be a real folder (not a link) of this process's uid that no one else may write,
 // so that nobody can plant or swap what is in it; a namespace folder or segment in it that is not
 // this uid's own plain folder or file (left from before DIR was made private) is left alone, unread.
+//
+// Reading: with O_DIRECT where DIR's file system takes it (one read per record, header and bytes
+// together, through an aligned buffer of the reading thread), else through the page cache. A
+// direct read that fails or does not check is tried through the page cache before the record is
+// called corrupt; if that one is good, direct reads are turned off (one log line).
 //
 // Integrity: every record carries an XXH3 checksum of its header and of its bytes. Opening scans
 // every segment; the first record that is torn (a process killed mid-write) or corrupt ends that
@@ -67,6 +72,7 @@ class PreparedStore {
     uint64_t capacity = 0;
     uint64_t queue_bytes = uint64_t{64} << 20;   // bytes of records waiting to be written, at most
     uint64_t segment_bytes = kSegmentBytes;      // a segment file's size at most (tests make it small)
+    bool direct_reads = true;  // read with O_DIRECT where DIR's file system takes it (tests turn it off)
     // One line per notable event (may be empty). Called with the store's lock held: it must not
     // call into the store, nor take a lock that is held while calling the store.
     std::function<void(const std::string&)> log;
@@ -130,6 +136,9 @@ class PreparedStore {
     uint64_t queued_bytes = 0;   // of records waiting to be written (headers included)
     bool admitting = true;
     std::string stopped;         // why admission stopped, if it did
+    // Reads bypass the page cache (O_DIRECT): false where DIR's file system refused it at opening,
+    // or once a direct read failed where a read through the page cache did not.
+    bool direct_reads = false;
   };
   Stats stats() const;
 

@@ -464,6 +464,57 @@ TEST(PreparedStore, AFolderOnTmpfsIsWarnedOfAndAFolderOnDiskIsNot) {
   EXPECT_TRUE(log.empty());
 }
 
+// Whether files in `dir` can be opened for reads that bypass the page cache.
+bool takes_o_direct(const std::string& dir) {
+  const std::string probe = dir + "/probe";
+  std::ofstream(probe) << "x";
+  const int fd = ::open(probe.c_str(), O_RDONLY | O_DIRECT);
+  if (fd >= 0) ::close(fd);
+  std::filesystem::remove(probe);
+  return fd >= 0;
+}
+
+TEST(PreparedStore, RecordsOfAnyLengthAtAnyOffsetReadBackWithDirectReadsAndThroughThePageCache) {
+  // Direct reads go through an aligned buffer of 1 MiB chunks: lengths around the 4 KiB alignment
+  // and around the chunk, records starting at odd offsets, and the last one ending at the file's end.
+  const size_t chunk = size_t{1} << 20;
+  const std::vector<size_t> lengths = {1, 13, 4056, 4095, 4096, 4097, chunk - 41, chunk - 40, chunk,
+                                       chunk + 1, 2 * chunk + 4097, 5 * chunk + 3, 7};
+  std::vector<std::string> parents;
+  for (const char* parent : {"/tmp", "/var/tmp", "/dev/shm"}) {
+    if (std::filesystem::is_directory(parent)) parents.push_back(parent);
+  }
+  bool some_direct = false;
+  for (const std::string& parent : parents) {
+    for (const bool direct_reads : {true, false}) {
+      TempDir dir(parent);
+      PreparedStore::Options o = options(dir.path);
+      o.direct_reads = direct_reads;
+      for (int opening = 0; opening < 2; ++opening) {  // read back as written, then by a new store
+        PreparedStore store(o);
+        const PreparedStore::Namespace ns = store.open_namespace("train", "fp", "raw");
+        const bool direct = store.stats().direct_reads;
+        EXPECT_EQ(direct, direct_reads && takes_o_direct(o.dir)) << parent;
+        some_direct |= direct;
+        if (opening == 0) {
+          for (uint32_t item = 0; item < lengths.size(); ++item) {
+            ASSERT_TRUE(store.offer(ns, item, {}, bytes_of(item, lengths[item]))) << item;
+            store.flush();
+          }
+        }
+        for (uint32_t item = 0; item < lengths.size(); ++item) {
+          std::vector<uint8_t> out(lengths[item]);
+          ASSERT_TRUE(store.read(ns, item, out)) << parent << " direct " << direct << " item " << item;
+          ASSERT_TRUE(out == bytes_of(item, lengths[item])) << parent << " direct " << direct << " item " << item;
+        }
+        EXPECT_EQ(store.stats().corrupt, 0u);
+        EXPECT_EQ(store.stats().direct_reads, direct) << parent << ": no direct read fell back to the page cache";
+      }
+    }
+  }
+  if (!some_direct) GTEST_SKIP() << "no folder here takes O_DIRECT: only reads through the page cache were tried";
+}
+
 TEST(PreparedStore, ThreadsOfferingAndReadingAtOnceEachReadTheirOwnItemsBack) {
   TempDir dir;
   PreparedStore::Options o = options(dir.path);
