@@ -479,9 +479,11 @@ TEST(PreparedStore, RecordsOfAnyLengthAtAnyOffsetReadBackWithDirectReadsAndThrou
   // and around the chunk, records starting at odd offsets, and the last one ending at the file's end.
   const size_t chunk = size_t{1} << 20;
   const std::vector<size_t> lengths = {1, 13, 4056, 4095, 4096, 4097, chunk - 41, chunk - 40, chunk,
-                                       chunk + 1, 2 * chunk + 4097, 5 * chunk + 3, 7};
+                                       chunk + 1, 2 * chunk + 4097, 7};
+  std::vector<std::vector<uint8_t>> items;
+  for (uint32_t item = 0; item < lengths.size(); ++item) items.push_back(bytes_of(item, lengths[item]));
   std::vector<std::string> parents;
-  for (const char* parent : {"/tmp", "/var/tmp", "/dev/shm"}) {
+  for (const char* parent : {"/tmp", "/dev/shm"}) {  // a disk (here) and tmpfs
     if (std::filesystem::is_directory(parent)) parents.push_back(parent);
   }
   bool some_direct = false;
@@ -498,14 +500,14 @@ TEST(PreparedStore, RecordsOfAnyLengthAtAnyOffsetReadBackWithDirectReadsAndThrou
         some_direct |= direct;
         if (opening == 0) {
           for (uint32_t item = 0; item < lengths.size(); ++item) {
-            ASSERT_TRUE(store.offer(ns, item, {}, bytes_of(item, lengths[item]))) << item;
+            ASSERT_TRUE(store.offer(ns, item, {}, items[item])) << item;
             store.flush();
           }
         }
         for (uint32_t item = 0; item < lengths.size(); ++item) {
           std::vector<uint8_t> out(lengths[item]);
           ASSERT_TRUE(store.read(ns, item, out)) << parent << " direct " << direct << " item " << item;
-          ASSERT_TRUE(out == bytes_of(item, lengths[item])) << parent << " direct " << direct << " item " << item;
+          ASSERT_TRUE(out == items[item]) << parent << " direct " << direct << " item " << item;
         }
         EXPECT_EQ(store.stats().corrupt, 0u);
         EXPECT_EQ(store.stats().direct_reads, direct) << parent << ": no direct read fell back to the page cache";
