@@ -120,8 +120,10 @@ uint32_t Dispatcher::held_batches(const Job& j) {
 }
 
 bool Dispatcher::is_starving(const Job& j) const {
-  // A blocked job starves even once its sampler has finished: its last decided items wait for room.
-  return (!j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0)) || j.blocked;
+  // A blocked job starves even once its sampler has finished, while its last decided items wait
+  // for room.
+  return (!j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0)) ||
+         (j.blocked && (!j.stopped || j.queued > j.in_flight));
 }
 
 bool Dispatcher::fits_grown(JobKey key, Job& j) const {
@@ -252,8 +254,10 @@ void Dispatcher::fit_reservation(JobKey key, Job& j) {
     shrank = true;
   }
   // Its window no longer holds a whole batch beyond what its consumer holds: its consumer will
-  // wait for room. Blocked, it starves ("Idle jobs") until its window can grow.
-  if (shrank && window_of(j) < j.in_flight + j.config.batch && j.queued > j.in_flight) j.blocked = true;
+  // wait for room. Blocked, it starves ("Idle jobs") until its window can grow. So also when its
+  // consumer holds all it decided: what it decides next lies beyond the window, and a window
+  // that holds nothing loads nothing, so no acknowledgement would ever come to grow it back.
+  if (shrank && window_of(j) < j.in_flight + j.config.batch) j.blocked = true;
 }
 
 void Dispatcher::set_queued(JobKey key, Job& j, uint64_t queued) {
