@@ -15,8 +15,9 @@ Makes (once, in --data) an ImageFolder of --count real-photo JPEGs whose longer 
     (a restarted daemon's first epoch).
 Before every epoch the page cache is dropped (echo 3 > /proc/sys/vm/drop_caches: root only;
 without root it says so and the disk reads may come from memory). Each epoch's images/s, the
-daemon's loads and disk reads, and the bytes the block devices read (/proc/diskstats) are printed
-as JSON lines, then the medians.
+daemon's loads and disk reads, the bytes the block devices read (/proc/diskstats), the items the
+arena placed in several blocks (split_items) and its blocks per cached item are printed as JSON
+lines, then the medians.
 
 With --speeds: k jobs at once (joader_test_client, batch 64, --epochs each, started together), job
 j consuming a batch every --batch-ms / speed_j milliseconds, alternating a daemon without the tier
@@ -67,7 +68,9 @@ def epoch(args, daemon, label, can_drop):
     after = daemon.status()
     row = {"run": label, "items_per_s": out["items_per_s"], "items": out["items"],
            "loads": after["loads"] - before["loads"], "disk_reads": after["disk_reads"] - before["disk_reads"],
-           "device_read_mb": round((disk_read_bytes() - read0) / 1e6, 1)}
+           "device_read_mb": round((disk_read_bytes() - read0) / 1e6, 1),
+           "split_items": after["split_items"] - before["split_items"],
+           "blocks_per_item": round(after["cached_blocks"] / max(1, after["cached_items"]), 2)}
     print(json.dumps(row), flush=True)
     return row
 
@@ -198,7 +201,8 @@ def main():
             continue
         print(json.dumps({"run": label, "n": len(of),
                           **{k: statistics.median(r[k] for r in of)
-                             for k in ("items_per_s", "loads", "disk_reads", "device_read_mb")}}))
+                             for k in ("items_per_s", "loads", "disk_reads", "device_read_mb", "split_items",
+                                       "blocks_per_item")}}))
 
 
 if __name__ == "__main__":

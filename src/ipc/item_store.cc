@@ -1,17 +1,24 @@
 #include "ipc/item_store.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace joader {
 
-ItemStore::ItemStore(uint64_t arena_bytes, std::unique_ptr<EvictionPolicy> policy)
-    : allocator_(arena_bytes), cache_(allocator_.free_bytes(), std::move(policy)) {
+ItemStore::ItemStore(uint64_t arena_bytes, std::unique_ptr<EvictionPolicy> policy, size_t extra_evictions)
+    : allocator_(arena_bytes), cache_(allocator_.free_bytes(), std::move(policy)), extra_evictions_(extra_evictions) {
   cache_.set_eviction_listener([this](CacheKey k) { free_blocks(k); });
 }
 
 const Placement* ItemStore::place(CacheKey k, uint64_t length, uint32_t width, uint32_t height) {
   const uint64_t units = std::max<uint64_t>(length, 1);  // an empty item still takes one block
   if (!cache_.make_room(ArenaAllocator::rounded(units))) return nullptr;
+  for (size_t extra = 0;; ++extra) {  // whole, if a few more evictions free a block for it
+    if (const std::optional<uint64_t> whole = allocator_.allocate(units)) {
+      return admit(k, {{*whole, units}}, length, width, height);
+    }
+    if (extra == extra_evictions_ || !cache_.evict_one()) break;
+  }
   for (;;) {
     if (auto extents = allocator_.allocate_extents(units, kMaxBlocksPerItem)) {
       return admit(k, std::move(*extents), length, width, height);

@@ -8,16 +8,22 @@
 // the policy to make room, discarded after a failed load, its dataset removed): its cache entry
 // and its blocks go together.
 //
-// Placement: an item of n bytes takes rounded(n) bytes (ArenaAllocator::kAlign). It takes at most
-// kMaxBlocksPerItem blocks while any other item can be evicted: when that many do not hold it, the
-// store evicts more in the policy's order, and splits an item further only when every other item
-// is pinned. Without the bound, a full arena shared by items of different sizes fragments without
-// end (the soak measured blocks per cached item rising all run: docs/BENCHMARKS.md, "What the heap
-// creep was: arena fragmentation").
+// Placement: an item of n bytes takes rounded(n) bytes (ArenaAllocator::kAlign). Once as many
+// bytes are free, it goes in one block: the smallest free one that holds it, or, when none does,
+// the first that evicting up to kExtraEvictions more items in the policy's order frees. Only then
+// is it split, into at most kMaxBlocksPerItem blocks while any other item can be evicted: when that
+// many do not hold it, the store evicts more in the policy's order, and splits an item further only
+// when every other item is pinned. Without the bound, a full arena shared by items of different
+// sizes fragments without end (the soak measured blocks per cached item rising all run:
+// docs/BENCHMARKS.md, "What the heap creep was: arena fragmentation"). Without the extra evictions,
+// a full arena of photos of many sizes split most items that it took in (a tier's read-back
+// epochs: docs/BENCHMARKS.md, "Whole blocks"), and a split item costs its job a gather from
+// several blocks; the extra evictions cost a few per cent of the items the arena holds.
 //
 // Not thread-safe: the owner serialises calls (the Engine holds its mutex).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,9 +45,12 @@ struct Placement {
 class ItemStore {
  public:
   static constexpr size_t kMaxBlocksPerItem = 4;
+  static constexpr size_t kExtraEvictions = 8;
 
   // `arena_bytes`: the arena's size (the usable capacity is that, rounded down to kAlign).
-  ItemStore(uint64_t arena_bytes, std::unique_ptr<EvictionPolicy> policy);
+  // `extra_evictions`: the evictions a placement may add to free one block for an item (tests
+  // pass 0 to place items in free blocks as they are, split, as a fragmented arena would).
+  ItemStore(uint64_t arena_bytes, std::unique_ptr<EvictionPolicy> policy, size_t extra_evictions = kExtraEvictions);
   ItemStore(const ItemStore&) = delete;
   ItemStore& operator=(const ItemStore&) = delete;
 
@@ -88,6 +97,7 @@ class ItemStore {
 
   ArenaAllocator allocator_;
   Cache cache_;
+  const size_t extra_evictions_;
   std::unordered_map<CacheKey, Placement> placements_;
   uint64_t blocks_ = 0;
   uint64_t split_items_ = 0;

@@ -78,25 +78,47 @@ TEST(ItemStore, DiscardingFreesAnItemPinnedOrNotAndADatasetsUnpinnedItemsGoToget
 }
 
 // Ten one-block items, the odd ones gone: five free blocks, none adjacent. An item of five blocks
-// would take all five; the store evicts the oldest item (block 0, which merges with block 1) so
-// that it fits in four — and splits it into five only when nothing can be evicted.
+// fits in bytes but in no block: the store evicts the oldest items (blocks 0, 2 and 4, which merge
+// with the free ones between them) until a block holds it whole, rather than split it.
+TEST(ItemStore, AnItemGoesWholeIntoTheBlockThatAFewMoreEvictionsFree) {
+  ItemStore store = fifo_store(10);
+  for (ItemId i = 0; i < 10; ++i) ASSERT_NE(store.place(cache_key(0, i), kBlock), nullptr);
+  for (ItemId i = 1; i < 10; i += 2) store.discard(cache_key(0, i));
+  for (ItemId i = 0; i < 10; i += 2) store.unpin(cache_key(0, i));
+  const Placement* p = store.place(cache_key(0, 99), 5 * kBlock);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->extents, (std::vector<Extent>{{0, 5 * kBlock}}));
+  EXPECT_EQ(store.evictions(), 3u);
+  EXPECT_EQ(store.split_items(), 0u);
+  EXPECT_TRUE(store.contains(cache_key(0, 6)));
+  expect_consistent(store);
+}
+
+// Forty one-block items, the odd ones gone; the evictable ones in an order that never frees two
+// neighbours (blocks 0, 4, ..., 36, then 2, 6, ...). Each eviction makes a free block of at most
+// three: kExtraEvictions of them free no block of 13, and the item is split in at most four
+// (4 x 3 < 13 takes three evictions more, the last of which frees a block of six) — and in
+// thirteen, the free blocks as they are, only when nothing can be evicted.
 TEST(ItemStore, AnItemTakesAtMostFourBlocksWhileAnotherCanBeEvicted) {
   for (const bool others_pinned : {false, true}) {
     SCOPED_TRACE(others_pinned ? "every other item pinned" : "other items evictable");
-    ItemStore store = fifo_store(10);
-    for (ItemId i = 0; i < 10; ++i) ASSERT_NE(store.place(cache_key(0, i), kBlock), nullptr);
-    for (ItemId i = 1; i < 10; i += 2) store.discard(cache_key(0, i));
+    ItemStore store(40 * kBlock, make_policy("lru", {}));
+    for (ItemId i = 0; i < 40; ++i) ASSERT_NE(store.place(cache_key(0, i), kBlock), nullptr);
+    for (ItemId i = 1; i < 40; i += 2) store.discard(cache_key(0, i));
     if (!others_pinned) {
-      for (ItemId i = 0; i < 10; i += 2) store.unpin(cache_key(0, i));
+      for (ItemId i = 0; i < 40; i += 2) store.unpin(cache_key(0, i));
+      for (ItemId first : {0, 2}) {
+        for (ItemId i = first; i < 40; i += 4) store.touch(cache_key(0, i));  // the eviction order
+      }
     }
-    const Placement* p = store.place(cache_key(0, 99), 5 * kBlock);
+    const Placement* p = store.place(cache_key(0, 99), 13 * kBlock);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(p->extents.size(), others_pinned ? 5u : 4u);
-    EXPECT_EQ(store.evictions(), others_pinned ? 0u : 1u);
+    EXPECT_EQ(p->extents.size(), others_pinned ? 13u : 4u);
+    EXPECT_EQ(store.evictions(), others_pinned ? 0u : ItemStore::kExtraEvictions + 3);
     EXPECT_EQ(store.split_items(), 1u);
     uint64_t bytes = 0;
     for (const Extent& e : p->extents) bytes += e.length;
-    EXPECT_EQ(bytes, 5 * kBlock);
+    EXPECT_EQ(bytes, 13 * kBlock);
     expect_consistent(store);
   }
 }

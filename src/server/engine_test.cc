@@ -521,6 +521,7 @@ TEST(EngineMemory, ItemsOfManySizesTakeAtMostFourArenaBlocksEachWhileOthersCanBe
   o.threads = 2;
   o.check_invariants = true;
   o.cache_bytes = 400u << 10;  // ~15 of the items
+  o.extra_evictions = 0;       // split items into the free blocks as they are: the bound's case
   o.open_source = open_shared(source);
   Engine engine(o);
   v1::AddDatasetRequest add = synthetic("varied", 1);
@@ -592,6 +593,7 @@ TEST(EngineMemory, DecodedImagesPreparedStraightIntoTheArenaHoldPreparesBytesAls
   o.threads = 2;
   o.check_invariants = true;
   o.cache_bytes = 400u << 10;
+  o.extra_evictions = 0;  // items split into the free blocks as they are, as a fragmented arena would
   o.open_source = open_shared(source);
   Engine engine(o);
   v1::AddDatasetRequest add = synthetic("varied", 1);

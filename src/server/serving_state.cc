@@ -75,7 +75,7 @@ ServingState::ServingState(ServingOptions options, OnDisk on_disk)
   }
   dispatcher_.set_item_bytes([this](Dispatcher::JobKey id, uint64_t items) { return oldest_bytes(*jobs_.at(id), items); });
   try {
-    store_ = std::make_unique<ItemStore>(options_.cache_bytes, make_policy(options_.policy, ctx));
+    store_ = std::make_unique<ItemStore>(options_.cache_bytes, make_policy(options_.policy, ctx), options_.extra_evictions);
   } catch (const std::invalid_argument& e) {
     throw EngineError(EngineError::kInvalidArgument, e.what());
   }
