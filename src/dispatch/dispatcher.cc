@@ -120,10 +120,11 @@ uint32_t Dispatcher::held_batches(const Job& j) {
 }
 
 bool Dispatcher::is_starving(const Job& j) const {
-  // A blocked job starves even once its sampler has finished, while its last decided items wait
-  // for room.
+  // A blocked job starves while decided items wait for room (even once its sampler has finished),
+  // or while its consumer, short of a batch, waits for what it decides next. Not while its
+  // consumer is busy with all it decided: that is no want of room, to be reported.
   return (!j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0)) ||
-         (j.blocked && (!j.stopped || j.queued > j.in_flight));
+         (j.blocked && (j.queued > j.in_flight || (!j.stopped && j.in_flight < j.config.batch)));
 }
 
 bool Dispatcher::fits_grown(JobKey key, Job& j) const {

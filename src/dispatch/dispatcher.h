@@ -51,9 +51,11 @@
 // the job's largest ones until they are decided, then reserve their own size); plan items reserve
 // nothing. Without item_bytes every item takes JobConfig::item_bytes. The items its consumer holds
 // (delivered, not acknowledged) are reserved whatever its window. When an acknowledgement brings
-// plan items into a window and they take more than the room left, the window shrinks by batches,
-// down to none; if it no longer holds a whole batch beyond what its consumer holds, the job is
-// *blocked*: it starves (see "Idle jobs") until its window can grow by a batch.
+// plan items into a window and they take more than the room left (or another job keeps an excess:
+// set_shrinkable), the window shrinks by batches, down to none; if it no longer holds a whole batch
+// beyond what its consumer holds, the job is *blocked*: it starves (see "Idle jobs") until its
+// window can grow by a batch — while decided items wait for room, or its consumer, short of a
+// batch, waits for what the job decides next; not while its consumer is busy with all it decided.
 // A job starts a batch only when that fits in `capacity` on top of every reservation *and* of the
 // batches that the jobs admitted before it in the same round are starting (checking each against
 // the start-of-round total once let two jobs share the last free batch; see docs/DAEMON.md). When
@@ -285,8 +287,8 @@ class Dispatcher {
     // when that count changes or the queue's front moved (an acknowledgement or a drop).
     uint64_t exact_items = 0, exact_bytes = 0;
     bool front_moved = false;
-    // Its window was cut below a whole batch beyond what its consumer holds because plan items
-    // that entered it did not fit (see "Memory"): it starves until its window grows.
+    // Its window was cut below a whole batch beyond what its consumer holds because the
+    // reservations did not fit (see "Memory"): it starves, as that says, until its window grows.
     bool blocked = false;
     double pace = 0;       // the rate it earns credit at (rate, or its group's median)
     uint64_t acked_in_window = 0;

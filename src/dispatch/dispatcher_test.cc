@@ -502,27 +502,31 @@ TEST(Dispatcher, AJobShrunkToNothingWhileItsConsumerHeldAllItDecidedIsServedOnce
   EXPECT_TRUE(d.starving().empty());
 }
 
-// The same shrink, for a job whose sampler has finished: its consumer holds its last items, and
-// it waits for nothing, so it is never reported for want of room, however long nobody consumes.
-TEST(Dispatcher, AFinishedJobShrunkToNothingWithItsLastItemsAtItsConsumerIsNotReportedAsStarving) {
-  Dispatcher d(1000, 0.0, at_once());
-  Queues queues = {{1, {100, 100, 100, 100}}, {2, {100, 100, 450, 450}}};
-  d.set_item_bytes(oldest_of(queues));
-  d.add_job(1, config(0, 2, 2, 100), 0.0);
-  d.decided(1, 4);
-  d.delivered(1, 4);
-  d.stop_job(1);
-  d.add_job(2, config(1, 2, 1, 100), 0.0);
-  d.decided(2, 4);
-  d.set_shrinkable(2, false);
-  queues[2].erase(queues[2].begin(), queues[2].begin() + 2);
-  d.acknowledged(2, 2, 0.1);
-  queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
-  d.acknowledged(1, 2, 0.1);
-  ASSERT_EQ(d.window(1), 0u);
-  d.next_round(0.1);
-  d.next_round(11.0);
-  EXPECT_TRUE(d.starving().empty());
+// The same shrink, while the job's consumer still holds a batch of all it decided: the job waits
+// for nothing (a long step, or its sampler has finished), so it is never reported for want of
+// room, however long nobody consumes.
+TEST(Dispatcher, AJobShrunkToNothingWhoseConsumerIsBusyWithAllItDecidedIsNotReportedAsStarving) {
+  for (const bool finished : {false, true}) {
+    SCOPED_TRACE(finished ? "its sampler has finished" : "its consumer is in a long step");
+    Dispatcher d(1000, 0.0, at_once());
+    Queues queues = {{1, {100, 100, 100, 100}}, {2, {100, 100, 450, 450}}};
+    d.set_item_bytes(oldest_of(queues));
+    d.add_job(1, config(0, 2, 2, 100), 0.0);
+    d.decided(1, 4);
+    d.delivered(1, 4);
+    if (finished) d.stop_job(1);
+    d.add_job(2, config(1, 2, 1, 100), 0.0);
+    d.decided(2, 4);
+    d.set_shrinkable(2, false);
+    queues[2].erase(queues[2].begin(), queues[2].begin() + 2);
+    d.acknowledged(2, 2, 0.1);
+    queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
+    d.acknowledged(1, 2, 0.1);
+    ASSERT_EQ(d.window(1), 0u);
+    d.next_round(0.1);
+    d.next_round(11.0);
+    EXPECT_TRUE(d.starving().empty());
+  }
 }
 
 TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAndGrowsBackWhenItConsumes) {
