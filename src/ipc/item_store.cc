@@ -13,11 +13,16 @@ ItemStore::ItemStore(uint64_t arena_bytes, std::unique_ptr<EvictionPolicy> polic
 const Placement* ItemStore::place(CacheKey k, uint64_t length, uint32_t width, uint32_t height) {
   const uint64_t units = std::max<uint64_t>(length, 1);  // an empty item still takes one block
   if (!cache_.make_room(ArenaAllocator::rounded(units))) return nullptr;
-  for (size_t extra = 0;; ++extra) {  // whole, if a few more evictions free a block for it
+  // Whole, if a few more evictions free a block for it (the header's "Placement").
+  const uint64_t used = cache_.used();
+  for (size_t extra = 0;; ++extra) {
     if (const std::optional<uint64_t> whole = allocator_.allocate(units)) {
       return admit(k, {{*whole, units}}, length, width, height);
     }
-    if (extra == extra_evictions_ || !cache_.evict_one()) break;
+    if (extra == extra_evictions_ || used - cache_.used() >= kExtraBytesPerItemBytes * ArenaAllocator::rounded(units) ||
+        !cache_.evict_one()) {
+      break;
+    }
   }
   for (;;) {
     if (auto extents = allocator_.allocate_extents(units, kMaxBlocksPerItem)) {

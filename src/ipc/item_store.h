@@ -10,10 +10,11 @@
 //
 // Placement: an item of n bytes takes rounded(n) bytes (ArenaAllocator::kAlign). Once as many
 // bytes are free, it goes in one block: the smallest free one that holds it, or, when none does,
-// the first that evicting up to kExtraEvictions more items in the policy's order frees. Only then
-// is it split, into at most kMaxBlocksPerItem blocks while any other item can be evicted: when that
-// many do not hold it, the store evicts more in the policy's order, and splits an item further only
-// when every other item is pinned. Without the bound, a full arena shared by items of different
+// the first that evicting more items in the policy's order frees, up to kExtraEvictions items and
+// kExtraBytesPerItemBytes times the item's bytes (evictions that free no block, e.g. between
+// pinned items, are hits lost). Only then is it split, into at most kMaxBlocksPerItem blocks while
+// any other item can be evicted: when that many do not hold it, the store evicts more in the
+// policy's order, and splits an item further only when every other item is pinned. Without the bound, a full arena shared by items of different
 // sizes fragments without end (the soak measured blocks per cached item rising all run:
 // docs/BENCHMARKS.md, "What the heap creep was: arena fragmentation"). Without the extra evictions,
 // a full arena of photos of many sizes split most items that it took in (a tier's read-back
@@ -46,6 +47,7 @@ class ItemStore {
  public:
   static constexpr size_t kMaxBlocksPerItem = 4;
   static constexpr size_t kExtraEvictions = 8;
+  static constexpr uint64_t kExtraBytesPerItemBytes = 4;
 
   // `arena_bytes`: the arena's size (the usable capacity is that, rounded down to kAlign).
   // `extra_evictions`: the evictions a placement may add to free one block for an item (tests

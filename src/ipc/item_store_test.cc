@@ -94,6 +94,25 @@ TEST(ItemStore, AnItemGoesWholeIntoTheBlockThatAFewMoreEvictionsFree) {
   expect_consistent(store);
 }
 
+// Ten items of three blocks, each followed by a pinned item of one: no two free blocks ever merge.
+// An item of four blocks takes two evictions to fit in bytes; then the extra evictions, which free
+// blocks of three, stop at four times its size (18 >= 16 blocks, 6 evictions), not at eight, and
+// it is split in two.
+TEST(ItemStore, EvictionsThatFreeNoBlockForAnItemStopAtFourTimesItsSize) {
+  ItemStore store = fifo_store(40);
+  for (ItemId i = 0; i < 10; ++i) {
+    ASSERT_NE(store.place(cache_key(0, i), 3 * kBlock), nullptr);
+    store.unpin(cache_key(0, i));
+    ASSERT_NE(store.place(cache_key(1, i), kBlock), nullptr);  // stays pinned
+  }
+  const Placement* p = store.place(cache_key(0, 99), 4 * kBlock);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->extents.size(), 2u);
+  EXPECT_EQ(store.evictions(), 2u + 6u);
+  EXPECT_TRUE(store.contains(cache_key(0, 8)));
+  expect_consistent(store);
+}
+
 // Forty one-block items, the odd ones gone; the evictable ones in an order that never frees two
 // neighbours (blocks 0, 4, ..., 36, then 2, 6, ...). Each eviction makes a free block of at most
 // three: kExtraEvictions of them free no block of 13, and the item is split in at most four
