@@ -58,6 +58,12 @@ void Dispatcher::remove_job(JobKey key) {
 
 void Dispatcher::stop_job(JobKey key) { jobs_.at(key).stopped = true; }
 
+void Dispatcher::fail_job(JobKey key) {
+  Job& j = jobs_.at(key);
+  j.stopped = j.failed = true;
+  j.blocked = false;
+}
+
 void Dispatcher::decided(JobKey key, uint64_t items) {
   Job& j = jobs_.at(key);
   // Items that bring a queue up to one batch are its catch-up: they cost no credit, so that a job
@@ -123,6 +129,7 @@ bool Dispatcher::is_starving(const Job& j) const {
   // A blocked job starves while decided items wait for room (even once its sampler has finished),
   // or while its consumer, short of a batch, waits for what it decides next. Not while its
   // consumer is busy with all it decided: that is no want of room, to be reported.
+  if (j.failed) return false;
   return (!j.stopped && j.queued < j.config.batch && !is_full(j) && !can_take(j, 0)) ||
          (j.blocked && (j.queued > j.in_flight || (!j.stopped && j.in_flight < j.config.batch)));
 }
@@ -190,7 +197,7 @@ void Dispatcher::balance_windows(double now) {
   }
   if (any_starving_) return;
   for (auto& [key, j] : jobs_) {  // shrunk windows of jobs that consume again grow back as room allows
-    while (j.window_batches < j.config.prefetch && now - j.last_ack < options_.idle_after) {
+    while (!j.failed && j.window_batches < j.config.prefetch && now - j.last_ack < options_.idle_after) {
       if (j.queued > window_of(j) && !fits_grown(key, j)) break;
       set_window(key, j, j.window_batches + 1);
     }

@@ -205,9 +205,13 @@ class Dispatcher {
   void add_job(JobKey job, const JobConfig& config, double now);
   // The job leaves: its queue and reservation are dropped. Unknown keys are ignored.
   void remove_job(JobKey job);
-  // The job takes no more items (its sampler finished, or it failed); its reservation stays
-  // until its items are acknowledged or it is removed.
+  // The job takes no more items (its sampler finished); its reservation stays until its items are
+  // acknowledged or it is removed.
   void stop_job(JobKey job);
+  // The job failed: as stop_job, and it no longer starves nor grows its window, since nothing it
+  // decided will be delivered (its consumer is told of the failure and closes it). Its reservation
+  // stays until it is removed: the owner keeps its items pinned until then.
+  void fail_job(JobKey job);
 
   // `items` decided for the job (in a round): they join its queue and spend its credit.
   void decided(JobKey job, uint64_t items);
@@ -274,6 +278,7 @@ class Dispatcher {
   struct Job {
     JobConfig config;
     bool stopped = false;
+    bool failed = false;  // fail_job: stopped, and waits for nothing
     uint64_t queued = 0;
     double credit = 0, rate = 0;
     double plan_rate = 0;  // the slower estimate of its rate that plans use (plan_smoothing)

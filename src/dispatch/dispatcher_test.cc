@@ -529,6 +529,35 @@ TEST(Dispatcher, AJobShrunkToNothingWhoseConsumerIsBusyWithAllItDecidedIsNotRepo
   }
 }
 
+// A blocked job that fails (a load error, a daemon shutting down) waits for nothing: its decided
+// items will never be delivered. Counted as starving, it kept shrinking idle jobs' windows and
+// holding every job to one batch until its client closed it, and was reported again.
+TEST(Dispatcher, AFailedJobTakesNoRoomFromOthersAndIsNotReportedAsStarving) {
+  for (const bool failed : {false, true}) {
+    SCOPED_TRACE(failed ? "the blocked job failed" : "the blocked job runs");
+    Dispatcher d(1000, 0.0, at_once());
+    Queues queues = {{1, {10, 10, 490, 490}}, {2, {100, 100}}};
+    d.set_item_bytes(oldest_of(queues));
+    Dispatcher::JobConfig c = config(0, 2, 1, 10);
+    c.batch_bound = 980;
+    d.add_job(1, c, 0.0);
+    d.decided(1, 4);
+    d.add_job(2, config(1, 1, 2, 100), 0.0);  // an idle job: one batch at its consumer, one ready
+    d.decided(2, 2);
+    d.delivered(2, 1);
+    queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
+    d.acknowledged(1, 2, 0.1);
+    ASSERT_EQ(d.window(1), 0u) << "980 bytes do not fit beside job 2's 200: blocked";
+    if (failed) d.fail_job(1);
+    d.next_round(0.1);
+    d.next_round(1.5);
+    d.take_window_changes();
+    EXPECT_EQ(d.window(2), failed ? 2u : 1u) << "job 2, idle for 1.5 s, gives up its ready batch only for a live job";
+    d.next_round(11.0);
+    EXPECT_EQ(d.starving(), failed ? std::vector<Key>{} : std::vector<Key>{1});
+  }
+}
+
 TEST(Dispatcher, AnIdleJobsWindowShrinksToWhatItsConsumerHoldsForAStarvingJobAndGrowsBackWhenItConsumes) {
   // Room for two batches of 4 items of 100 bytes. Job 1 (a notebook's open loader) holds both:
   // one delivered to its consumer, one ready behind it; then it goes quiet.

@@ -801,7 +801,7 @@ void ServingState::ack(JobId id, uint64_t seq, double wait_seconds, double now) 
 
 void ServingState::fail_job(Job& j, EngineError::Code code, const std::string& message) {
   if (!j.failure) j.failure = EngineError(code, message);
-  dispatcher_.stop_job(j.id);
+  dispatcher_.fail_job(j.id);
   wake(j);
 }
 
