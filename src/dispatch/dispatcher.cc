@@ -61,7 +61,7 @@ void Dispatcher::stop_job(JobKey key) { jobs_.at(key).stopped = true; }
 void Dispatcher::fail_job(JobKey key) {
   Job& j = jobs_.at(key);
   j.stopped = j.failed = true;
-  j.blocked = false;
+  j.starving_since = kNever;  // at once: nobody waits on it until the next balance_windows
 }
 
 void Dispatcher::decided(JobKey key, uint64_t items) {
@@ -511,8 +511,8 @@ double Dispatcher::next_credit_due(double now) const {
       if (j.starving_since != kNever) {
         // Waiting for room: for an idle window to reclaim, or for the moment it is reported.
         due = std::min(due, std::max(now, j.starving_since + options_.starve_after));
-        for (const auto& [other_key, k] : jobs_) {
-          if (&k != &j && k.window_batches > held_batches(k)) {
+        for (const auto& [other_key, k] : jobs_) {  // the windows balance_windows may shrink
+          if (&k != &j && k.shrinkable && !k.stopped && k.window_batches > held_batches(k)) {
             due = std::min(due, std::max(now, k.last_ack + options_.idle_after));
           }
         }

@@ -55,7 +55,8 @@
 // set_shrinkable), the window shrinks by batches, down to none; if it no longer holds a whole batch
 // beyond what its consumer holds, the job is *blocked*: it starves (see "Idle jobs") until its
 // window can grow by a batch — while decided items wait for room, or its consumer, short of a
-// batch, waits for what the job decides next; not while its consumer is busy with all it decided.
+// batch, waits for what the job decides next; not while its consumer is busy with all it decided,
+// nor once it failed (fail_job).
 // A job starts a batch only when that fits in `capacity` on top of every reservation *and* of the
 // batches that the jobs admitted before it in the same round are starting (checking each against
 // the start-of-round total once let two jobs share the last free batch; see docs/DAEMON.md). When
@@ -313,7 +314,7 @@ class Dispatcher {
   static uint64_t window_of(const Job& j) { return uint64_t{j.window_batches} * j.config.batch; }
   // The fewest batches its window may shrink to: what its consumer holds, at least one.
   static uint32_t held_batches(const Job& j);
-  // Short of a batch and no room to start it, or blocked (Job::blocked).
+  // Short of a batch and no room to start it, or blocked (Job::blocked); never once failed.
   bool is_starving(const Job& j) const;
   // Whether the job's window may grow by a batch: the reservation that gives fits.
   bool fits_grown(JobKey key, Job& j) const;

@@ -803,6 +803,7 @@ void ServingState::fail_job(Job& j, EngineError::Code code, const std::string& m
   if (!j.failure) j.failure = EngineError(code, message);
   dispatcher_.fail_job(j.id);
   wake(j);
+  wake_dispatcher();  // the jobs it held back (while it starved) may start batches again
 }
 
 void ServingState::release(Job& j) {
