@@ -9,17 +9,19 @@
 // and its blocks go together.
 //
 // Placement: an item of n bytes takes rounded(n) bytes (ArenaAllocator::kAlign). Once as many
-// bytes are free, it goes in one block: the smallest free one that holds it, or, when none does,
-// the first that evicting more items in the policy's order frees, up to kExtraEvictions items and
-// kExtraBytesPerItemBytes times the item's bytes (evictions that free no block, e.g. between
-// pinned items, are hits lost). Only then is it split, into at most kMaxBlocksPerItem blocks while
+// bytes are free, it goes in one block: the smallest free one that holds it, or, when none does
+// and the store was made with extra_evictions > 0, the first that evicting up to that many more
+// items in the policy's order frees, within kExtraBytesPerItemBytes times the item's bytes
+// (evictions that free no block, e.g. between pinned items, are hits lost). Only then is it split,
+// into at most kMaxBlocksPerItem blocks while
 // any other item can be evicted: when that many do not hold it, the store evicts more in the
 // policy's order, and splits an item further only when every other item is pinned. Without the bound, a full arena shared by items of different
 // sizes fragments without end (the soak measured blocks per cached item rising all run:
 // docs/BENCHMARKS.md, "What the heap creep was: arena fragmentation"). Without the extra evictions,
-// a full arena of photos of many sizes split most items that it took in (a tier's read-back
-// epochs: docs/BENCHMARKS.md, "Whole blocks"), and a split item costs its job a gather from
-// several blocks; the extra evictions cost a few per cent of the items the arena holds.
+// a full arena of photos of many sizes splits most items that it takes in (a tier's read-back
+// epochs), and a split item costs its job a gather from several blocks; with them, in an arena
+// that many jobs share, the evicted items cost more loads than that (docs/BENCHMARKS.md, "Whole
+// blocks"): the daemon makes its store without them (ServingOptions::extra_evictions).
 //
 // Not thread-safe: the owner serialises calls (the Engine holds its mutex).
 #pragma once
@@ -50,8 +52,8 @@ class ItemStore {
   static constexpr uint64_t kExtraBytesPerItemBytes = 4;
 
   // `arena_bytes`: the arena's size (the usable capacity is that, rounded down to kAlign).
-  // `extra_evictions`: the evictions a placement may add to free one block for an item (tests
-  // pass 0 to place items in free blocks as they are, split, as a fragmented arena would).
+  // `extra_evictions`: the evictions a placement may add to free one block for an item (see
+  // "Placement"; the daemon passes 0).
   ItemStore(uint64_t arena_bytes, std::unique_ptr<EvictionPolicy> policy, size_t extra_evictions = kExtraEvictions);
   ItemStore(const ItemStore&) = delete;
   ItemStore& operator=(const ItemStore&) = delete;

@@ -55,9 +55,10 @@ struct ServingOptions {
   std::optional<uint64_t> seed;
   // The items one uid other than the daemon's owner and root may index in all its datasets.
   uint64_t max_items_per_user = kMaxItemsPerUser;
-  // Evictions a placement may add to put an item in one block (ItemStore): tests pass 0 to split
-  // items into the free blocks as they are.
-  size_t extra_evictions = ItemStore::kExtraEvictions;
+  // Evictions a placement may add to put an item in one block (ItemStore). None: in an arena that
+  // many jobs share, the items they evict are hits lost, more than the splits they spare cost
+  // (docs/BENCHMARKS.md, "Whole blocks"); the placement stays for a rule that loses no hits.
+  size_t extra_evictions = 0;
   // check_invariants() checks (else returns at once), aborting on the first violation. O(jobs)
   // per check, and the Engine checks between any two transitions: on in debug and sanitizer
   // builds and in the tests.
