@@ -8,20 +8,20 @@
 // the policy to make room, discarded after a failed load, its dataset removed): its cache entry
 // and its blocks go together.
 //
-// Placement: an item of n bytes takes rounded(n) bytes (ArenaAllocator::kAlign). Once as many
-// bytes are free, it goes in one block: the smallest free one that holds it, or, when none does
-// and the store was made with extra_evictions > 0, the first that evicting up to that many more
-// items in the policy's order frees, within kExtraBytesPerItemBytes times the item's bytes
-// (evictions that free no block, e.g. between pinned items, are hits lost). Only then is it split,
-// into at most kMaxBlocksPerItem blocks while
-// any other item can be evicted: when that many do not hold it, the store evicts more in the
-// policy's order, and splits an item further only when every other item is pinned. Without the bound, a full arena shared by items of different
-// sizes fragments without end (the soak measured blocks per cached item rising all run:
-// docs/BENCHMARKS.md, "What the heap creep was: arena fragmentation"). Without the extra evictions,
-// a full arena of photos of many sizes splits most items that it takes in (a tier's read-back
-// epochs), and a split item costs its job a gather from several blocks; with them, in an arena
-// that many jobs share, the evicted items cost more loads than that (docs/BENCHMARKS.md, "Whole
-// blocks"): the daemon makes its store without them (ServingOptions::extra_evictions).
+// Placement: an item of n bytes takes rounded(n) bytes (ArenaAllocator::kAlign). Once as many bytes
+// are free, it goes in one block: the smallest free one that holds it, or, when none does and the
+// store was made with extra_evictions > 0, the first that evicting up to that many more items in
+// the policy's order frees, within kExtraBytesPerItemBytes times the item's bytes (evictions that
+// free no block, e.g. between pinned items, are hits lost). Only then is it split, into at most
+// kMaxBlocksPerItem blocks while any other item can be evicted: when that many do not hold it, the
+// store evicts more in the policy's order, and splits an item further only when every other item is
+// pinned. Without the bound, a full arena shared by items of different sizes fragments without end
+// (the soak measured blocks per cached item rising all run: docs/BENCHMARKS.md, "What the heap
+// creep was: arena fragmentation"). Without the extra evictions, a full arena of photos of many
+// sizes splits most items that it takes in (a tier's read-back epochs), and a split item costs its
+// job a gather from several blocks; with them, in an arena that many jobs share, the evicted items
+// cost more loads than that (docs/BENCHMARKS.md, "Whole blocks"): the daemon makes its store
+// without them (ServingOptions::extra_evictions).
 //
 // Not thread-safe: the owner serialises calls (the Engine holds its mutex).
 #pragma once
