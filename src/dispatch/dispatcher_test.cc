@@ -541,21 +541,29 @@ TEST(Dispatcher, AJobShrunkToNothingWhoseConsumerIsBusyWithAllItDecidedIsNotRepo
 // A blocked job that fails (reported for want of room, or a load error) waits for nothing: its
 // decided items will never be delivered. Counted as starving, it kept shrinking idle jobs' windows
 // and holding every job to one batch until its client closed it, and was reported again.
+// In a dispatcher of 1000 bytes over `queues`: job 1 (batches of 2, a window of 1) blocked at 0.1,
+// its next batch of 980 bytes not fitting beside job 2's 200; job 2 (batches of 1, a window of 2)
+// with one batch at its consumer and one ready.
+void block_job_beside_a_window_of_two(Dispatcher& d, Queues& queues) {
+  queues = {{1, {10, 10, 490, 490}}, {2, {100, 100}}};
+  d.set_item_bytes(oldest_of(queues));
+  Dispatcher::JobConfig c = config(0, 2, 1, 10);
+  c.batch_bound = 980;
+  d.add_job(1, c, 0.0);
+  d.decided(1, 4);
+  d.add_job(2, config(1, 1, 2, 100), 0.0);
+  d.decided(2, 2);
+  d.delivered(2, 1);
+  queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
+  d.acknowledged(1, 2, 0.1);
+}
+
 TEST(Dispatcher, AFailedJobTakesNoRoomFromOthersAndIsNotReportedAsStarving) {
   for (const bool failed : {false, true}) {
     SCOPED_TRACE(failed ? "the blocked job failed" : "the blocked job runs");
     Dispatcher d(1000, 0.0, at_once());
-    Queues queues = {{1, {10, 10, 490, 490}}, {2, {100, 100}}};
-    d.set_item_bytes(oldest_of(queues));
-    Dispatcher::JobConfig c = config(0, 2, 1, 10);
-    c.batch_bound = 980;
-    d.add_job(1, c, 0.0);
-    d.decided(1, 4);
-    d.add_job(2, config(1, 1, 2, 100), 0.0);  // an idle job: one batch at its consumer, one ready
-    d.decided(2, 2);
-    d.delivered(2, 1);
-    queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
-    d.acknowledged(1, 2, 0.1);
+    Queues queues;
+    block_job_beside_a_window_of_two(d, queues);  // job 2 idle from here on
     ASSERT_EQ(d.window(1), 0u) << "980 bytes do not fit beside job 2's 200: blocked";
     if (failed) d.fail_job(1);
     d.next_round(0.1);
@@ -597,18 +605,9 @@ TEST(Dispatcher, AFailedJobsShrunkWindowDoesNotGrowBackWhenRoomComes) {
 // counted as reclaimable, the window made a round due at every pass, a wake-up every 100 µs.
 TEST(Dispatcher, AStarvingJobBesideAWindowItMayNotShrinkSleepsUntilItIsReported) {
   Dispatcher d(1000, 0.0, at_once());
-  Queues queues = {{1, {10, 10, 490, 490}}, {2, {100, 100}}};
-  d.set_item_bytes(oldest_of(queues));
-  Dispatcher::JobConfig c = config(0, 2, 1, 10);
-  c.batch_bound = 980;
-  d.add_job(1, c, 0.0);
-  d.decided(1, 4);
-  d.add_job(2, config(1, 1, 2, 100), 0.0);
-  d.decided(2, 2);
-  d.delivered(2, 1);
+  Queues queues;
+  block_job_beside_a_window_of_two(d, queues);
   d.stop_job(2);  // its sampler finished: its window stays for its consumer
-  queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
-  d.acknowledged(1, 2, 0.1);
   ASSERT_EQ(d.window(1), 0u);
   d.next_round(0.1);
   EXPECT_FALSE(d.next_round(1.5));
