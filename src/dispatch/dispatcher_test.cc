@@ -390,9 +390,11 @@ TEST(Dispatcher, PlanItemsLargerThanTheRoomLeftShrinkTheWindowThatAnAcknowledgem
   EXPECT_LE(d.reserved_bytes(), d.capacity());
 }
 
-TEST(Dispatcher, AJobWhosePlanItemsFindNoRoomWaitsBlockedAndGrowsOnceRoomIsFreed) {
-  Dispatcher d(1000, 0.0, at_once());
-  Queues queues = {{1, {10, 10, 10, 10, 490, 490, 490, 490}}, {2, {200, 200}}};
+// In a dispatcher of 1000 bytes over `queues`: job 1 (batches of 2, a window of 2) acknowledges
+// its two batches of 10-byte items at 0.1 and 0.2, which brings its plan batches of 980 bytes into
+// its window beside job 2's 400 (decided, not delivered).
+void block_job_by_its_plan_items(Dispatcher& d, Queues& queues) {
+  queues = {{1, {10, 10, 10, 10, 490, 490, 490, 490}}, {2, {200, 200}}};
   d.set_item_bytes(oldest_of(queues));
   Dispatcher::JobConfig c = config(0, 2, 2, 10);
   c.batch_bound = 980;
@@ -404,6 +406,12 @@ TEST(Dispatcher, AJobWhosePlanItemsFindNoRoomWaitsBlockedAndGrowsOnceRoomIsFreed
     queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
     d.acknowledged(1, 2, t);
   }
+}
+
+TEST(Dispatcher, AJobWhosePlanItemsFindNoRoomWaitsBlockedAndGrowsOnceRoomIsFreed) {
+  Dispatcher d(1000, 0.0, at_once());
+  Queues queues;
+  block_job_by_its_plan_items(d, queues);
   EXPECT_EQ(d.window(1), 0u) << "not even one batch of 980 bytes fits beside job 2's 400";
   EXPECT_EQ(d.reserved_bytes(), 400u);
   EXPECT_FALSE(d.next_round(0.3)) << "blocked: it waits for room, and no job starts a batch before it";
@@ -579,18 +587,8 @@ TEST(Dispatcher, AFailedJobTakesNoRoomFromOthersAndIsNotReportedAsStarving) {
 // items would be reserved for nobody.
 TEST(Dispatcher, AFailedJobsShrunkWindowDoesNotGrowBackWhenRoomComes) {
   Dispatcher d(1000, 0.0, at_once());
-  Queues queues = {{1, {10, 10, 10, 10, 490, 490, 490, 490}}, {2, {200, 200}}};
-  d.set_item_bytes(oldest_of(queues));
-  Dispatcher::JobConfig c = config(0, 2, 2, 10);
-  c.batch_bound = 980;
-  d.add_job(1, c, 0.0);
-  d.decided(1, 8);
-  d.add_job(2, config(1, 2, 1, 200), 0.0);
-  d.decided(2, 2);
-  for (double t : {0.1, 0.2}) {
-    queues[1].erase(queues[1].begin(), queues[1].begin() + 2);
-    d.acknowledged(1, 2, t);
-  }
+  Queues queues;
+  block_job_by_its_plan_items(d, queues);
   ASSERT_EQ(d.window(1), 0u);
   d.fail_job(1);
   queues[2].clear();
